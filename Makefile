@@ -1,0 +1,56 @@
+# tcpeval: the two commands a reviewer needs are `make paper` and `make test`.
+# Both bootstrap what is missing (Debian packages, .venv) and are idempotent.
+
+CAMPAIGN ?= smoke
+BACKEND ?= emulated
+PROFILE ?= workflow/profiles/default
+SNAKEMAKE_ARGS ?=
+PYTEST_ARGS ?=
+
+VENV := .venv/bin
+SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE) --config campaign=$(CAMPAIGN) backend=$(BACKEND)
+
+.PHONY: bootstrap paper runs dry-run report test test-all bench design cleanup clean help
+
+help:
+	@echo "make paper  [CAMPAIGN=smoke|quick|paper] [BACKEND=emulated|testbed]  runs -> paper/main.pdf"
+	@echo "make test                      the default test suite (well under 30 min)"
+	@echo "make test-all                  including slow tests"
+	@echo "make bench                     benchmarks (throughput of the emulator, analysis speed)"
+	@echo "make runs     CAMPAIGN=...     only the raw traces"
+	@echo "make dry-run  CAMPAIGN=paper   list the jobs (1,280 runs for the paper campaign)"
+	@echo "make report                    snakemake --report (figures with captions, HTML)"
+	@echo "make cleanup                   remove leftovers of killed runs (namespaces, struct_ops)"
+
+bootstrap:
+	@tools/bootstrap.sh
+
+paper: bootstrap
+	$(SNAKEMAKE) $(SNAKEMAKE_ARGS)
+
+runs: bootstrap
+	$(SNAKEMAKE) runs $(SNAKEMAKE_ARGS)
+
+dry-run: bootstrap
+	$(SNAKEMAKE) -n -q rules $(SNAKEMAKE_ARGS)
+
+report: bootstrap
+	$(SNAKEMAKE) --report results/report-$(BACKEND)-$(CAMPAIGN).html $(SNAKEMAKE_ARGS)
+
+design: bootstrap
+	$(VENV)/tcpeval design check
+
+test: bootstrap
+	$(VENV)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-all: bootstrap
+	$(VENV)/python -m pytest $(PYTEST_ARGS)
+
+bench: bootstrap
+	@set -e; for b in bench/bench_*.py; do echo "== $$b"; $(VENV)/python $$b; done
+
+cleanup: bootstrap
+	$(VENV)/tcpeval cleanup
+
+clean:
+	rm -rf build .snakemake/incomplete

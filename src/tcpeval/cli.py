@@ -1,0 +1,44 @@
+"""The `tcpeval` command. Each area contributes its subcommands through `add_parsers`."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Modules that define `add_parsers(subparsers)`; each sets `func` on its parsers.
+COMMAND_MODULES = [
+    "tcpeval.spec_cli",
+]
+
+
+class UserError(Exception):
+    """An error caused by the user's input: printed without a traceback, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tcpeval", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_parsers(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as err:
+        print(f"tcpeval: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # `tcpeval design runs | head`: the reader left; not an error of ours.
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        print("tcpeval: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""`tcpeval design ...`: check the design, list a campaign's runs, resolve a run path."""
+from __future__ import annotations
+
+import json
+import sys
+
+from tcpeval import paths, spec
+from tcpeval.cli import UserError
+
+
+def _load(args):
+    try:
+        return spec.load_design(args.design)
+    except spec.SpecError as err:
+        raise UserError(str(err)) from None
+
+
+def cmd_check(args) -> int:
+    design = _load(args)
+    try:
+        for name in spec.campaign_names(design):
+            runs = spec.expand(design, name)
+            total = sum(r.duration_s for r in runs)
+            print(f"{name:8s} {len(runs):5d} runs  {total / 3600:8.2f} h of traffic  "
+                  + "  ".join(f"{k}={v}" for k, v in spec.counts_by_criterion(runs).items()))
+    except spec.SpecError as err:
+        raise UserError(str(err)) from None
+    print(f"{args.design or spec.DEFAULT_DESIGN}: valid")
+    return 0
+
+
+def cmd_runs(args) -> int:
+    design = _load(args)
+    try:
+        runs = spec.expand(design, args.campaign, args.backend,
+                           criteria=args.criterion or None)
+    except spec.SpecError as err:
+        raise UserError(str(err)) from None
+    if args.count:
+        counts = spec.counts_by_criterion(runs)
+        for name, n in counts.items():
+            print(f"{name}\t{n}")
+        print(f"total\t{len(runs)}")
+    elif args.json:
+        json.dump([dict(c.to_dict(), path=paths.run_dir(c, args.raw_dir)) for c in runs], sys.stdout, indent=1)
+        print()
+    else:
+        for cond in runs:
+            print(paths.trace_path(cond, args.raw_dir))
+    return 0
+
+
+def cmd_resolve(args) -> int:
+    design = _load(args)
+    try:
+        cond = paths.resolve(args.path, design, args.raw_dir)
+    except spec.SpecError as err:
+        raise UserError(str(err)) from None
+    json.dump(cond.to_dict(), sys.stdout, indent=1)
+    print()
+    return 0
+
+
+def add_parsers(sub) -> None:
+    design = sub.add_parser("design", help="check the experiment design; list or resolve runs")
+    dsub = design.add_subparsers(dest="design_command", required=True, metavar="ACTION")
+
+    def common(p):
+        p.add_argument("--design", help=f"design file (default {spec.DEFAULT_DESIGN.relative_to(spec.REPO_ROOT)})")
+        p.add_argument("--raw-dir", default=paths.DEFAULT_RAW_DIR, help="root of the raw traces")
+
+    p = dsub.add_parser("check", help="validate the design and print each campaign's size")
+    common(p)
+    p.set_defaults(func=cmd_check)
+
+    p = dsub.add_parser("runs", help="list the runs (trace paths) of a campaign")
+    common(p)
+    p.add_argument("--campaign", default="smoke")
+    p.add_argument("--backend", default="emulated", choices=spec.BACKENDS)
+    p.add_argument("--criterion", action="append", help="only this criterion (repeatable)")
+    p.add_argument("--count", action="store_true", help="counts per criterion instead of paths")
+    p.add_argument("--json", action="store_true", help="full conditions as JSON")
+    p.set_defaults(func=cmd_runs)
+
+    p = dsub.add_parser("resolve", help="print the condition a run path names")
+    common(p)
+    p.add_argument("path")
+    p.set_defaults(func=cmd_resolve)

@@ -1,0 +1,19 @@
+import copy
+from pathlib import Path
+
+import pytest
+
+from tcpeval import spec
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def design_pristine():
+    return spec.load_design(REPO / "config" / "design.yaml")
+
+
+@pytest.fixture
+def design(design_pristine):
+    """A private copy of the paper's design, free to mutate."""
+    return copy.deepcopy(design_pristine)

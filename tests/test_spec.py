@@ -1,0 +1,181 @@
+"""The design expresses Table II exactly, campaigns scale it, and bad input stops early."""
+import pytest
+import yaml
+
+from tcpeval import spec
+
+
+def test_paper_campaign_has_table_ii_counts(design):
+    runs = spec.expand(design, "paper")
+    assert spec.counts_by_criterion(runs) == {
+        "responsiveness": 840, "fairness": 120, "compatibility": 100, "convergence": 220}
+    assert len(runs) == 1280
+
+
+def test_paper_runs_are_fifteen_minutes_with_five_repetitions(design):
+    runs = spec.expand(design, "paper")
+    assert {r.duration_s for r in runs} == {900}
+    assert {r.rep for r in runs} == {1, 2, 3, 4, 5}
+
+
+def test_responsiveness_grid_is_variant_by_rtt_by_drop(design):
+    runs = [r for r in spec.expand(design, "paper") if r.criterion == "responsiveness" and r.rep == 1]
+    assert {r.variants for r in runs} == {(v,) for v in spec.KNOWN_VARIANTS}
+    assert sorted({r.rtt_ms for r in runs}) == [0.2, 6.2, 12.2, 24.2]
+    assert sorted({r.drop for r in runs}) == [0, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2]
+
+
+def test_convergence_has_eleven_pairings_with_a_late_second_flow(design):
+    runs = [r for r in spec.expand(design, "paper") if r.criterion == "convergence"]
+    pairings = {r.variants for r in runs}
+    assert len(pairings) == 11
+    assert ("reno", "reno") in pairings and ("bic", "reno") in pairings and ("bic", "bic") in pairings
+    assert all(r.flows[0].start_s == 0 and r.flows[1].start_s == r.duration_s / 2 for r in runs)
+
+
+def test_compatibility_pairs_each_high_speed_variant_with_reno(design):
+    runs = [r for r in spec.expand(design, "paper") if r.criterion == "compatibility"]
+    assert {r.variants for r in runs} == {(v, "reno") for v in spec.KNOWN_VARIANTS if v != "reno"}
+
+
+def test_smoke_is_a_small_slice_of_every_criterion(design):
+    runs = spec.expand(design, "smoke")
+    counts = spec.counts_by_criterion(runs)
+    assert set(counts) == {"responsiveness", "fairness", "compatibility", "convergence"}
+    assert len(runs) <= 40
+    assert sum(r.duration_s for r in runs) < 5 * 60
+
+
+def test_quick_covers_the_whole_matrix_once(design):
+    runs = spec.expand(design, "quick")
+    assert len(runs) == 1280 // 5 and {r.rep for r in runs} == {1}
+
+
+def test_seeds_are_distinct_and_backend_independent(design):
+    emulated = spec.expand(design, "paper", "emulated")
+    testbed = spec.expand(design, "paper", "testbed")
+    assert len({r.seed for r in emulated}) == len(emulated)
+    assert [r.seed for r in emulated] == [r.seed for r in testbed]
+
+
+def test_condition_round_trips_through_a_dict(design):
+    for run in spec.expand(design, "smoke"):
+        assert spec.Condition.from_dict(run.to_dict()) == run
+
+
+def test_other_designs_can_stagger_n_flows_with_udp_and_a_buffer(design):
+    design["criteria"] = {"three-flows": {
+        "grid": {"v": ["bic", "cubic"], "rtt_ms": [10], "drop": [0], "buffer_bytes": [1_000_000]},
+        "flows": [{"variant": "{v}"}, {"variant": "reno", "start_s": 5},
+                  {"variant": "cubic", "start_fraction": 0.5},
+                  {"variant": "reno", "protocol": "udp", "rate_bps": 1e8}]}}
+    design["campaigns"] = {"mine": {"duration_s": 60, "repetitions": 2}}
+    spec.validate_design(design)
+    runs = spec.expand(design, "mine")
+    assert len(runs) == 4
+    assert [f.start_s for f in runs[0].flows] == [0, 5, 30, 0]
+    assert runs[0].buffer_bytes == 1_000_000 and runs[0].flows[3].protocol == "udp"
+
+
+# ---------------------------------------------------------------- bad input
+
+def _error(design):
+    with pytest.raises(spec.SpecError) as err:
+        spec.validate_design(design)
+    return str(err.value)
+
+
+def test_unknown_variant_names_field_and_allowed_values(design):
+    design["criteria"]["responsiveness"]["grid"]["variant"] = ["reno", "vegas"]
+    msg = _error(design)
+    assert "criteria/responsiveness/grid/variant" in msg and "'vegas'" in msg and "cubic" in msg
+
+
+def test_unknown_variant_in_design_variant_list(design):
+    design["variants"].append("bbr2")
+    msg = _error(design)
+    assert "variants/6" in msg and "allowed values" in msg and "highspeed" in msg
+
+
+def test_negative_rtt_is_rejected(design):
+    design["criteria"]["fairness"]["grid"]["rtt_ms"] = [-1]
+    msg = _error(design)
+    assert "criteria/fairness/grid/rtt_ms/0" in msg and ">= 0" in msg
+
+
+@pytest.mark.parametrize("p", [-0.1, 1.5])
+def test_drop_rate_outside_unit_interval_is_rejected(design, p):
+    design["criteria"]["responsiveness"]["grid"]["drop"] = [0, p]
+    msg = _error(design)
+    assert "criteria/responsiveness/grid/drop/1" in msg and "out of range" in msg
+
+
+def test_zero_repetitions_is_rejected(design):
+    design["campaigns"]["quick"]["repetitions"] = 0
+    msg = _error(design)
+    assert "campaigns/quick/repetitions" in msg and ">= 1" in msg
+
+
+def test_unknown_criterion_in_a_campaign_is_rejected(design):
+    design["campaigns"]["smoke"]["criteria"]["latency"] = {"duration_s": 3}
+    msg = _error(design)
+    assert "campaigns/smoke/criteria" in msg and "'latency'" in msg and "responsiveness" in msg
+
+
+def test_unknown_criterion_requested_is_rejected(design):
+    with pytest.raises(spec.SpecError, match="unknown criterion 'latency'.*allowed values: responsiveness"):
+        spec.expand(design, "paper", criteria=["latency"])
+
+
+def test_typo_in_a_key_suggests_the_right_one(design):
+    design["defaults"]["duraton_s"] = 10
+    msg = _error(design)
+    assert "unknown key 'duraton_s'" in msg and "did you mean 'duration_s'" in msg
+
+
+def test_typo_in_a_top_level_key(design):
+    design["campaings"] = design.pop("campaigns")
+    msg = _error(design)
+    assert "campaings" in msg
+
+
+def test_unknown_campaign_suggests_nearest(design):
+    with pytest.raises(spec.SpecError, match="unknown campaign 'papr' \\(did you mean 'paper'\\?\\)"):
+        spec.expand(design, "papr")
+
+
+def test_selection_outside_the_grid_is_rejected(design):
+    design["campaigns"]["smoke"]["criteria"]["responsiveness"]["select"]["rtt_ms"] = [7.0]
+    msg = _error(design)
+    assert "campaigns/smoke/criteria/responsiveness/select/rtt_ms" in msg and "[7.0]" in msg
+
+
+def test_placeholder_without_grid_key_is_rejected(design):
+    design["criteria"]["compatibility"]["flows"][1]["variant"] = "{legacy}"
+    assert "placeholder {legacy} names no grid key" in _error(design)
+
+
+def test_broken_yaml_names_the_file(tmp_path):
+    bad = tmp_path / "design.yaml"
+    bad.write_text("criteria: [unclosed\n")
+    with pytest.raises(spec.SpecError, match=f"{bad}.*not valid YAML"):
+        spec.load_design(bad)
+
+
+def test_invalid_design_file_is_reported_with_its_path(tmp_path, design):
+    design["defaults"]["repetitions"] = 0
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump(design))
+    with pytest.raises(spec.SpecError, match=f"{path} is invalid"):
+        spec.load_design(path)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"variants": ["vegas"]}, "variant"), ({"rtt_ms": -1}, "rtt"), ({"drop": 2}, "drop"),
+    ({"duration_s": 0}, "duration"), ({"variants": ["bic"], "starts": [0, 1]}, "start"),
+])
+def test_adhoc_condition_errors_name_the_field(kwargs, field):
+    args = dict(variants=["bic"], rtt_ms=6.2, drop=1e-5, duration_s=5)
+    args.update(kwargs)
+    with pytest.raises(spec.SpecError, match=f"^{field}:"):
+        spec.adhoc_condition(**args)

@@ -1,0 +1,30 @@
+# One job per run: the condition is read back from the path, so any run path of the
+# design is a valid target (snakemake data/raw/<backend>/<campaign>/.../trace.json).
+# Network runs hold the `net` resource; the default profile has one, which serialises
+# them (concurrent emulated runs would disturb each other), while analysis jobs run in parallel.
+
+RUN_PATTERN = (
+    f"{RAW_DIR}/{{backend}}/{{campaign}}/{{criterion}}/{{variants}}"
+    "/rtt{rtt}/drop{drop}/rep{rep}"
+)
+
+
+rule run:
+    output:
+        trace=f"{RUN_PATTERN}/trace.json",
+    log:
+        "logs/" + RUN_PATTERN.removeprefix(f"{RAW_DIR}/") + "/run.log",
+    params:
+        design=config["design"],
+        raw_dir=RAW_DIR,
+    resources:
+        net=1,
+    shell:
+        "tcpeval run {output.trace:q} --design {params.design:q} --raw-dir {params.raw_dir:q}"
+        " > {log:q} 2>&1"
+
+
+rule runs:
+    """All raw traces of the campaign (no analysis)."""
+    input:
+        TRACES,
