@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 VENV := .venv/bin
 SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE) --config campaign=$(CAMPAIGN) backend=$(BACKEND)
 
-.PHONY: bootstrap paper runs dry-run report test test-all bench design cleanup clean help
+.PHONY: bootstrap paper runs dry-run report test test-all bench design data-push data-pull cleanup clean help
 
 help:
 	@echo "make paper  [CAMPAIGN=smoke|quick|paper] [BACKEND=emulated|testbed]  runs -> paper/main.pdf"
@@ -20,6 +20,8 @@ help:
 	@echo "make runs     CAMPAIGN=...     only the raw traces"
 	@echo "make dry-run  CAMPAIGN=paper   list the jobs (1,280 runs for the paper campaign)"
 	@echo "make report                    snakemake --report (figures with captions, HTML)"
+	@echo "make data-push CAMPAIGN=...   version the campaign's raw traces with DVC and push them"
+	@echo "make data-pull CAMPAIGN=...   fetch a campaign's raw traces from the DVC remote"
 	@echo "make cleanup                   remove leftovers of killed runs (namespaces, struct_ops)"
 
 bootstrap:
@@ -48,6 +50,12 @@ test-all: bootstrap
 
 bench: bootstrap
 	@set -e; for b in bench/bench_*.py; do echo "== $$b"; $(VENV)/python $$b; done
+
+data-push: bootstrap
+	$(VENV)/tcpeval data push --campaign $(CAMPAIGN) --backend $(BACKEND)
+
+data-pull: bootstrap
+	$(VENV)/tcpeval data pull --campaign $(CAMPAIGN) --backend $(BACKEND)
 
 cleanup: bootstrap
 	$(VENV)/tcpeval cleanup
