@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 VENV := .venv/bin
 SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE) --config campaign=$(CAMPAIGN) backend=$(BACKEND)
 
-.PHONY: bootstrap paper runs dry-run report test test-all bench design data-push data-pull cleanup clean help
+.PHONY: bootstrap paper runs dry-run report test test-all bench status design data-push data-pull cleanup clean help
 
 help:
 	@echo "make paper  [CAMPAIGN=smoke|quick|paper] [BACKEND=emulated|testbed]  runs -> paper/main.pdf"
@@ -18,6 +18,7 @@ help:
 	@echo "make test-all                  including slow tests"
 	@echo "make bench                     benchmarks (throughput of the emulator, analysis speed)"
 	@echo "make runs     CAMPAIGN=...     only the raw traces"
+	@echo "make status   CAMPAIGN=...     runs done / total, flagged runs, ETA"
 	@echo "make dry-run  CAMPAIGN=paper   list the jobs (1,280 runs for the paper campaign)"
 	@echo "make report                    snakemake --report (figures with captions, HTML)"
 	@echo "make data-push CAMPAIGN=...   version the campaign's raw traces with DVC and push them"
@@ -38,6 +39,9 @@ dry-run: bootstrap
 
 report: bootstrap
 	$(SNAKEMAKE) --report results/report-$(BACKEND)-$(CAMPAIGN).html $(SNAKEMAKE_ARGS)
+
+status: bootstrap
+	$(VENV)/tcpeval design status --campaign $(CAMPAIGN) --backend $(BACKEND)
 
 design: bootstrap
 	$(VENV)/tcpeval design check

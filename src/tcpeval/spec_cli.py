@@ -61,6 +61,54 @@ def cmd_resolve(args) -> int:
     return 0
 
 
+def _run_seconds(trace_file) -> tuple[float | None, str]:
+    """Wall time and verdict of a finished run, from its trace."""
+    from datetime import datetime
+    try:
+        record = json.loads(trace_file.read_text())
+        start = datetime.fromisoformat(record["started_at"])
+        end = datetime.fromisoformat(record["finished_at"])
+        return (end - start).total_seconds(), record["fidelity"]["verdict"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, "unreadable"
+
+
+def cmd_status(args) -> int:
+    """Runs done / total per criterion, flagged runs, and an ETA from the runs so far."""
+    from pathlib import Path
+    design = _load(args)
+    try:
+        runs = spec.expand(design, args.campaign, args.backend)
+    except spec.SpecError as err:
+        raise UserError(str(err)) from None
+    rows, walls, planned_left, planned_done = {}, [], 0.0, 0.0
+    for cond in runs:
+        row = rows.setdefault(cond.criterion, {"done": 0, "total": 0, "flagged": 0})
+        row["total"] += 1
+        trace_file = Path(paths.trace_path(cond, args.raw_dir))
+        if trace_file.exists():
+            seconds, verdict = _run_seconds(trace_file)
+            row["done"] += 1
+            row["flagged"] += verdict != "ok"
+            if seconds:
+                walls.append(seconds)
+                planned_done += cond.duration_s
+        else:
+            planned_left += cond.duration_s
+    print(f"campaign {args.campaign} on backend {args.backend}")
+    for name, row in rows.items():
+        print(f"  {name:16s} {row['done']:5d} / {row['total']:5d} done   {row['flagged']} flagged")
+    done = sum(r["done"] for r in rows.values())
+    print(f"  {'total':16s} {done:5d} / {len(runs):5d} done ({100 * done / len(runs):.0f} %)")
+    if planned_left:
+        # Wall time scales with run duration plus a fixed overhead; estimate both from the runs so far.
+        ratio = sum(walls) / planned_done if planned_done else None
+        eta = planned_left * ratio if ratio else planned_left
+        label = "ETA" if ratio else "at least (traffic time alone)"
+        print(f"  {label}: {eta / 3600:.1f} h")
+    return 0
+
+
 def add_parsers(sub) -> None:
     design = sub.add_parser("design", help="check the experiment design; list or resolve runs")
     dsub = design.add_subparsers(dest="design_command", required=True, metavar="ACTION")
@@ -81,6 +129,12 @@ def add_parsers(sub) -> None:
     p.add_argument("--count", action="store_true", help="counts per criterion instead of paths")
     p.add_argument("--json", action="store_true", help="full conditions as JSON")
     p.set_defaults(func=cmd_runs)
+
+    p = dsub.add_parser("status", help="runs done / total per criterion, flagged runs, ETA")
+    common(p)
+    p.add_argument("--campaign", default="smoke")
+    p.add_argument("--backend", default="emulated", choices=spec.BACKENDS)
+    p.set_defaults(func=cmd_status)
 
     p = dsub.add_parser("resolve", help="print the condition a run path names")
     common(p)
