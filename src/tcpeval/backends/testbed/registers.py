@@ -50,11 +50,21 @@ def program(bus: RegisterBus, probability: float, seed: int) -> int:
     return threshold
 
 
+def read64(bus: RegisterBus, lo: int, hi: int) -> int:
+    """A live 64-bit counter as two 32-bit reads: HI, LO, HI, again if HI moved (the low
+    word wrapped between the reads)."""
+    for _ in range(4):
+        high = bus.read(hi)
+        low = bus.read(lo)
+        if bus.read(hi) == high:
+            return (high << 32) | low
+    raise BackendError("drop module: counter kept wrapping while being read")
+
+
 def counters(bus: RegisterBus) -> tuple[int, int]:
     """(seen, dropped) since the last CLEAR."""
-    seen = bus.read(dropper.REG_SEEN_LO) | (bus.read(dropper.REG_SEEN_HI) << 32)
-    dropped = bus.read(dropper.REG_DROPPED_LO) | (bus.read(dropper.REG_DROPPED_HI) << 32)
-    return seen, dropped
+    return (read64(bus, dropper.REG_SEEN_LO, dropper.REG_SEEN_HI),
+            read64(bus, dropper.REG_DROPPED_LO, dropper.REG_DROPPED_HI))
 
 
 def disable(bus: RegisterBus) -> None:
