@@ -24,7 +24,7 @@ def job_counts(output):
 @pytest.mark.parametrize("campaign, runs", [("paper", 1280), ("quick", 256), ("smoke", 33)])
 def test_dry_run_lists_every_run_of_the_campaign(campaign, runs, tmp_path):
     code, out = dry_run("--config", f"campaign={campaign}", f"raw_dir={tmp_path}/raw",
-                        f"results_dir={tmp_path}/results", f"paper_dir={tmp_path}/paper", "-q", "rules")
+                        f"results_dir={tmp_path}/results", "-q", "rules")
     assert code == 0, out
     counts = job_counts(out)
     assert counts["run"] == runs
@@ -34,7 +34,7 @@ def test_dry_run_lists_every_run_of_the_campaign(campaign, runs, tmp_path):
 
 def test_one_run_path_is_a_target_of_its_own(tmp_path):
     target = f"{tmp_path}/raw/emulated/paper/responsiveness/bic/rtt6.2/drop1e-05/rep3/trace.json"
-    code, out = dry_run("--config", "campaign=paper", f"raw_dir={tmp_path}/raw", target)
+    code, out = dry_run(target, "--config", "campaign=paper", f"raw_dir={tmp_path}/raw")
     assert code == 0, out
     assert job_counts(out) == {"run": 1, "total": 1}
     assert "tcpeval run" in out and "rtt6.2/drop1e-05/rep3" in out
