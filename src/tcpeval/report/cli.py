@@ -1,0 +1,170 @@
+"""`tcpeval figure|table|macros|claims|paper`: tidy tables -> figures, LaTeX, the manuscript.
+
+    tcpeval figure NAME --results results/emulated/smoke [--rtt 6.2] [--out-dir DIR]
+    tcpeval table table1 --cc-params cc_params.json --out table1.tex
+    tcpeval table table2 --results R --out table2.tex
+    tcpeval claims --results R [--claims paper/claims.yaml] --out-tex claims.tex --out-json claims.json
+    tcpeval macros --results R --claims-json claims.json --out macros.tex
+    tcpeval paper build --results R [--paper-dir paper]
+
+The campaign and backend default to the last two parts of --results
+(results/<backend>/<campaign>). Flagged runs are left out unless --include-flagged.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tcpeval.cli import UserError
+
+FIGURE_NAMES = ("responsiveness", "utilisation", "convergence", "flows")
+
+
+def _context(args):
+    """(dataset, design, campaign, backend) from the common options."""
+    from tcpeval import spec
+    from tcpeval.analysis import tables
+
+    results = Path(args.results)
+    backend = args.backend or results.parent.name
+    campaign = args.campaign or results.name
+    try:
+        design = spec.load_design(args.design)
+        ds = tables.load(results, design, campaign, backend, include_flagged=args.include_flagged)
+    except spec.SpecError as err:
+        raise UserError(str(err)) from None
+    except FileNotFoundError as err:
+        raise UserError(str(err)) from None
+    return ds, design, campaign, backend
+
+
+def cmd_figure(args) -> int:
+    from tcpeval.report import figures
+
+    ds, design, campaign, backend = _context(args)
+    out_dir = Path(args.out_dir or Path(args.results) / "figures")
+    names = FIGURE_NAMES if args.name == "all" else (args.name,)
+    for name in names:
+        if name == "responsiveness":
+            rtts = [args.rtt] if args.rtt is not None else sorted(ds.expected_in("responsiveness")["rtt_ms"].unique())
+            for rtt in rtts:
+                res = figures.draw(name, ds, out_dir, rtt_ms=float(rtt))
+                print(" ".join(str(f) for f in res["files"]))
+        else:
+            res = figures.draw(name, ds, out_dir)
+            print(" ".join(str(f) for f in res["files"]))
+    return 0
+
+
+def cmd_table(args) -> int:
+    from tcpeval.analysis import tables as T
+    from tcpeval.report import latex
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if args.which == "table1":
+        if not args.cc_params:
+            raise UserError("table1 needs --cc-params (the output of `tcpeval cc params --json`)")
+        try:
+            data = json.loads(Path(args.cc_params).read_text())
+            out.write_text(latex.table1(data, T.VARIANT_LABELS))
+        except (OSError, ValueError) as err:
+            raise UserError(f"{args.cc_params}: {err}") from None
+    else:
+        ds, design, campaign, backend = _context(args)
+        used = ds.runs.groupby("criterion").size().to_dict() if len(ds.runs) else {}
+        out.write_text(latex.table2(T.table2(design, "paper", backend), T.table2(design, campaign, backend),
+                                    campaign, used, T.VARIANT_LABELS, T.CRITERION_LABELS))
+    print(out)
+    return 0
+
+
+def cmd_claims(args) -> int:
+    from tcpeval.report import claims as C
+
+    ds, *_ = _context(args)
+    try:
+        verdicts = C.check_all(C.load_claims(args.claims), ds)
+    except (OSError, C.ClaimError) as err:
+        raise UserError(str(err)) from None
+    Path(args.out_tex).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out_tex).write_text(C.table(verdicts))
+    if args.out_json:
+        Path(args.out_json).write_text(json.dumps([v.__dict__ for v in verdicts], indent=1) + "\n")
+    for v in verdicts:
+        print(f"{v.verdict:16s} {v.id}")
+    return 0
+
+
+def cmd_macros(args) -> int:
+    from tcpeval.report import claims as C
+    from tcpeval.report import macros
+
+    ds, design, campaign, backend = _context(args)
+    verdicts = None
+    if args.claims_json:
+        verdicts = [C.Verdict(**v) for v in json.loads(Path(args.claims_json).read_text())]
+    m = macros.build(ds, design, campaign, backend, verdicts, revision=args.revision)
+    print(m.write(args.out))
+    return 0
+
+
+def cmd_paper(args) -> int:
+    from tcpeval.report import paper
+
+    try:
+        pdf = paper.build(Path(args.results), Path(args.paper_dir), latex=not args.stage_only)
+    except paper.PaperError as err:
+        raise UserError(str(err)) from None
+    print(pdf)
+    return 0
+
+
+def add_parsers(sub) -> None:
+    def common(p):
+        p.add_argument("--results", required=True, help="campaign results, e.g. results/emulated/smoke")
+        p.add_argument("--design", help="design file (default config/design.yaml)")
+        p.add_argument("--campaign", help="default: last part of --results")
+        p.add_argument("--backend", help="default: second-to-last part of --results")
+        p.add_argument("--include-flagged", action="store_true",
+                       help="use runs whose fidelity verdict is not ok (default: exclude and count)")
+
+    p = sub.add_parser("figure", help="draw a figure (PDF + PNG + LaTeX snippet) from the tidy tables")
+    p.add_argument("name", choices=FIGURE_NAMES + ("all",))
+    p.add_argument("--rtt", type=float, help="responsiveness: only this RTT (ms); default every RTT of the campaign")
+    p.add_argument("--out-dir", help="default RESULTS/figures")
+    common(p)
+    p.set_defaults(func=cmd_figure)
+
+    p = sub.add_parser("table", help="LaTeX Table I (CC parameters) or Table II (test overview)")
+    p.add_argument("which", choices=("table1", "table2"))
+    p.add_argument("--out", required=True)
+    p.add_argument("--cc-params", help="table1: JSON from `tcpeval cc params --json`")
+    p.add_argument("--results", help="table2: campaign results directory")
+    p.add_argument("--design")
+    p.add_argument("--campaign")
+    p.add_argument("--backend")
+    p.add_argument("--include-flagged", action="store_true")
+    p.set_defaults(func=cmd_table)
+
+    p = sub.add_parser("claims", help="check the original study's findings on our data")
+    common(p)
+    p.add_argument("--claims", default="paper/claims.yaml")
+    p.add_argument("--out-tex", required=True)
+    p.add_argument("--out-json")
+    p.set_defaults(func=cmd_claims)
+
+    p = sub.add_parser("macros", help="write the LaTeX macro file every number in the manuscript comes from")
+    common(p)
+    p.add_argument("--claims-json", help="verdicts from `tcpeval claims --out-json` (claim counts)")
+    p.add_argument("--revision", help="override the analysis git revision printed in the PDF")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_macros)
+
+    p = sub.add_parser("paper", help="stage the generated files into the paper and build the PDF")
+    psub = p.add_subparsers(dest="paper_command", required=True, metavar="ACTION")
+    b = psub.add_parser("build", help="copy RESULTS/{macros,tables,figures} into PAPER/generated, run latexmk")
+    b.add_argument("--results", required=True)
+    b.add_argument("--paper-dir", default="paper")
+    b.add_argument("--stage-only", action="store_true", help="copy the generated files, do not run LaTeX")
+    b.set_defaults(func=cmd_paper)

@@ -1,0 +1,145 @@
+"""Trace -> per-run Parquet -> gathered tables: errors name the run, gather is incremental."""
+import json
+import math
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from tcpeval import paths, trace
+from tcpeval.analysis import extract, metrics, synthetic, tables, tidy
+from tcpeval.analysis.cli import per_run_dir
+from tcpeval.cli import main
+
+
+def _trace(raw, cond):
+    return raw / paths.run_dir(cond, ".") / "trace.json"
+
+
+def test_synthetic_traces_are_schema_valid(smoke_raw, smoke_conditions):
+    for cond in smoke_conditions[:: max(1, len(smoke_conditions) // 6)]:
+        trace.validate(json.loads(_trace(smoke_raw, cond).read_text()))  # the full contract
+
+
+def test_summary_matches_metrics(smoke_raw, smoke_conditions):
+    cond = next(c for c in smoke_conditions if c.criterion == "convergence")
+    record = extract.load(_trace(smoke_raw, cond))
+    row, flows, samples = extract.summarise(record)
+    assert row["run"] == paths.run_dir(cond, ".")
+    new = max(record["flows"], key=lambda f: f["start_s"])
+    t, b = np.array(new["samples"]["t_s"]), np.array(new["samples"]["bytes"])
+    end = cond.duration_s - new["start_s"]
+    c = metrics.convergence(t, b, end_s=end)
+    assert row["conv_applicable"] and row["conv_time_s"] == pytest.approx(c.time_s)
+    assert row["spread_bps"] == pytest.approx(c.spread_bps)
+    assert row["jain"] == pytest.approx(metrics.jain_index([row["flow1_bps"], row["flow2_bps"]]))
+    assert row["utilisation_bps"] == pytest.approx(row["flow1_bps"] + row["flow2_bps"])
+    assert len(samples["t_s"]) == sum(len(f["samples"]["t_s"]) for f in record["flows"])
+
+
+def test_corrupt_and_missing_trace_name_the_run(smoke_raw, smoke_conditions, tmp_path, capsys):
+    cond = smoke_conditions[0]
+    path = _trace(smoke_raw, cond)
+    path.write_text(path.read_text()[:500])
+    run_dir = paths.run_dir(cond, ".")
+    with pytest.raises(extract.BadTrace, match=run_dir):
+        tidy.write_run(path, tmp_path / "o")
+    assert main(["metrics", "run", str(path), str(tmp_path / "o")]) == 2
+    assert run_dir in capsys.readouterr().err
+    missing = _trace(smoke_raw, smoke_conditions[1])
+    missing.unlink()
+    with pytest.raises(extract.BadTrace, match="no trace"):
+        tidy.write_run(missing, tmp_path / "o2")
+
+
+def test_contract_violation_in_samples_is_caught(smoke_raw, smoke_conditions, tmp_path):
+    path = _trace(smoke_raw, smoke_conditions[2])
+    rec = json.loads(path.read_text())
+    rec["flows"][0]["samples"]["bytes"][5] = "lots"
+    path.write_text(json.dumps(rec))
+    with pytest.raises(extract.BadTrace, match="samples/bytes"):
+        tidy.write_run(path, tmp_path / "o")
+    rec["flows"][0]["samples"]["bytes"][5] = 1.0
+    rec["flows"][0]["samples"]["t_s"][7] = 0.0
+    path.write_text(json.dumps(rec))
+    with pytest.raises(extract.BadTrace, match="increase strictly"):
+        tidy.write_run(path, tmp_path / "o")
+
+
+def test_skip_bad_lists_the_run(smoke_raw, smoke_conditions, tmp_path):
+    bad = _trace(smoke_raw, smoke_conditions[0])
+    bad.write_text("{not json")
+    good = _trace(smoke_raw, smoke_conditions[1])
+    outs = []
+    for i, p in enumerate((bad, good)):
+        tidy.write_run(p, tmp_path / f"r{i}", skip_bad=True)
+        outs.append(tmp_path / f"r{i}")
+    with pytest.raises(extract.BadTrace, match=paths.run_dir(smoke_conditions[0], ".")):
+        tidy.gather(outs, tmp_path / "g")
+    res = tidy.gather(outs, tmp_path / "g", skip_bad=True)
+    assert [b["run"] for b in res["bad"]] == [paths.run_dir(smoke_conditions[0], ".")]
+    listed = json.loads((tmp_path / "g" / tidy.BAD_LIST).read_text())
+    assert listed[0]["run"] == paths.run_dir(smoke_conditions[0], ".")
+
+
+def test_incremental_gather_does_not_reread_traces(smoke_raw, smoke_conditions, tmp_path):
+    res = tmp_path / "results"
+    conds = smoke_conditions[:4]
+    outs = []
+    for c in conds[:3]:
+        out = per_run_dir(str(res), paths.run_dir(c, "."))
+        tidy.write_run(_trace(smoke_raw, c), out)
+        outs.append(out)
+        _trace(smoke_raw, c).unlink()   # gone: the gather must not need it
+    target = res / "emulated" / "smoke"
+    tidy.gather(outs, target)
+    assert pq.read_table(target / tidy.RUNS_TABLE).num_rows == 3
+    n3 = pq.read_table(target / tidy.SAMPLES_TABLE).num_rows
+    new = per_run_dir(str(res), paths.run_dir(conds[3], "."))
+    tidy.write_run(_trace(smoke_raw, conds[3]), new)
+    tidy.gather(outs + [new], target)
+    runs = pq.read_table(target / tidy.RUNS_TABLE).to_pandas()
+    assert list(runs["run"]) == [paths.run_dir(c, ".") for c in conds]
+    added = pq.read_table(new + "/" + tidy.SAMPLES_FILE).num_rows
+    assert pq.read_table(target / tidy.SAMPLES_TABLE).num_rows == n3 + added
+
+
+def test_flagged_runs_are_excluded_and_counted(smoke_raw, design, tmp_path, capsys):
+    assert main(["metrics", "build", "--raw-dir", str(smoke_raw), "--results-dir", str(tmp_path / "res"),
+                 "--campaign", "smoke"]) == 0
+    results = tmp_path / "res" / "emulated" / "smoke"
+    runs = tidy.read_runs(results)
+    n_flagged = int((runs["verdict"] == "flagged").sum())
+    assert n_flagged > 0
+    ds = tables.load(results, design, "smoke", "emulated")
+    assert len(ds.runs) == len(runs) - n_flagged and ds.n_flagged_excluded == n_flagged
+    assert f"{n_flagged} run(s) with fidelity verdict" in ds.note()
+    assert len(ds.missing) == 0 and len(ds.absent) == n_flagged  # excluded: an empty cell, not missing
+    ds_all = tables.load(results, design, "smoke", "emulated", include_flagged=True)
+    assert len(ds_all.runs) == len(runs) and ds_all.n_flagged_included == n_flagged
+    assert len(ds_all.missing) == 0 and len(ds_all.absent) == 0
+    # second build recomputes nothing
+    main(["metrics", "build", "--raw-dir", str(smoke_raw), "--results-dir", str(tmp_path / "res"),
+          "--campaign", "smoke"])
+    assert "(0 recomputed)" in capsys.readouterr().out
+
+
+def test_aggregates(smoke_raw, design, tmp_path):
+    main(["metrics", "build", "--raw-dir", str(smoke_raw), "--results-dir", str(tmp_path / "res")])
+    ds = tables.load(tmp_path / "res" / "emulated" / "smoke", design, "smoke", "emulated", include_flagged=True)
+    resp = tables.responsiveness(ds)
+    one = ds.criterion("responsiveness").iloc[0]
+    cell = resp[(resp["variant"] == one["variant"]) & (resp["rtt_ms"] == one["rtt_ms"]) & (resp["drop"] == one["drop"])]
+    assert cell["mean"].iloc[0] == pytest.approx(one["mean_bps"]) and cell["n"].iloc[0] == 1
+    eff = tables.efficiency(ds)
+    assert set(eff.columns) >= {"q25", "q50", "q75"}
+    assert (eff["q25"] <= eff["q50"]).all() and (eff["q50"] <= eff["q75"]).all()
+    ecell = eff[(eff["variant"] == one["variant"]) & (eff["rtt_ms"] == one["rtt_ms"]) & (eff["drop"] == one["drop"])]
+    pooled = tidy.read_samples(ds.results, runs=[one["run"]])["throughput_bps"].to_numpy()
+    assert ecell["q50"].iloc[0] == pytest.approx(np.quantile(pooled.astype(float), 0.5))
+    assert ecell["n"].iloc[0] == len(pooled)
+    conv = tables.convergence(ds)
+    assert len(conv) == 4 and (conv["n"] == 1).all()
+    assert tables.efficiency_drop(ds, 0.2) == (1e-4, False)   # 1e-3 absent in smoke
+    t2 = tables.table2(design, "paper", "emulated")
+    assert t2["runs"].sum() == 1280

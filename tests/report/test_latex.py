@@ -1,0 +1,82 @@
+"""Macros, Tables I and II: generated, complete, and the manuscript types no numbers."""
+import json
+import re
+
+import pytest
+
+from tcpeval.analysis import tables
+from tcpeval.cli import main
+from tcpeval.report import latex, macros
+from tcpeval.spec import REPO_ROOT as REPO
+
+
+def _used_macros(tex: str):
+    named = set(re.findall(r"\\(tev[A-Za-z]+)", tex)) - {"tevdef"}
+    keyed = set(re.findall(r"\\tev\{([^}]*)\}", tex))
+    return named, keyed
+
+
+def test_every_macro_the_manuscript_uses_is_defined(smoke_results, design):
+    ds = tables.load(smoke_results, design, "smoke", "emulated")
+    m = macros.build(ds, design, "smoke", "emulated", verdicts=[], revision="abc123")
+    main_tex = (REPO / "paper" / "main.tex").read_text()
+    named, keyed = _used_macros(main_tex)
+    assert named - {"tev"} <= set(m.named), named - set(m.named)
+    assert keyed <= set(m.keyed), keyed - set(m.keyed)
+    # values come from the data: cell of a present run
+    one = ds.criterion("responsiveness").iloc[0]
+    key = f"resp/{one['variant']}/{latex.fmt_rtt(one['rtt_ms'])}/{latex.drop_key(one['drop'])}/mean"
+    assert m.keyed[key] == f"{one['mean_bps'] / 1e9:.2f}"
+    assert m.named["tevCampaign"] == "smoke" and m.named["tevAnalysisRevision"] == "abc123"
+    assert m.named["tevDropMechanism"] == "synthetic" and "synthetic" in m.named["tevDataWarning"]
+    assert int(m.named["tevNUsed"]) == len(ds.runs)
+
+
+def test_manuscript_prose_has_no_typed_numbers():
+    text = (REPO / "paper" / "main.tex").read_text()
+    body = text.split("\\begin{document}")[1].split("\\begin{thebibliography}")[0]
+    body = re.sub(r"(?<!\\)%.*", "", body)
+    body = re.sub(r"\$[^$]*\$", "", body)                       # definitions in formulas
+    body = re.sub(r"\\(tev|ref|label|input|cite|texttt)\{[^}]*\}", "", body)
+    body = re.sub(r"\[[0-9.]+(pt|cm)\]", "", body)
+    body = body.replace("Linux~3.16", "")                          # a kernel's name
+    assert not re.findall(r"\d", body), re.findall(r".{30}\d.{10}", body)
+
+
+def test_macro_file_syntax(smoke_results, design, tmp_path):
+    out = tmp_path / "macros.tex"
+    assert main(["macros", "--results", str(smoke_results), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text.count("{") == text.count("}")
+    assert "\\tevdef{resp/" in text and "\\renewcommand\\tevCampaign{smoke}" in text
+    with pytest.raises(ValueError):
+        latex.Macros().name("tev1", 1)
+
+
+def test_table1_from_cc_params_json(cc_params_file, cc_params_fixture, tmp_path):
+    out = tmp_path / "t1.tex"
+    assert main(["table", "table1", "--cc-params", str(cc_params_file), "--out", str(out)]) == 0
+    text = out.read_text()
+    for variant in cc_params_fixture:
+        assert tables.VARIANT_LABELS[variant] in text
+    assert "\\texttt{ai\\_cnt}~$=$~50" in text and "1e-7" in text
+
+
+def test_table1_from_the_real_implementations():
+    cc = pytest.importorskip("tcpeval.cc")
+    text = latex.table1(json.loads(json.dumps(cc.parameters())), tables.VARIANT_LABELS)
+    assert text.count("\\\\") >= 7
+
+
+def test_table2_counts(smoke_results, design, tmp_path):
+    out = tmp_path / "t2.tex"
+    assert main(["table", "table2", "--results", str(smoke_results), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "1,280" in text and "840" in text and "smoke" in text
+
+
+def test_number_formats():
+    assert latex.fmt_drop(1e-5) == "$10^{-5}$" and latex.fmt_drop(2.5e-5) == "$2.5\\times10^{-5}$"
+    assert latex.fmt_drop(0) == "0" and latex.fmt_drop(1e-4, tex=False) == "1e-4"
+    assert latex.gbps(float("nan")) == "n/a" and latex.gbps(9.41e9) == "9.41"
+    assert latex.escape("a_b&c%") == "a\\_b\\&c\\%"
