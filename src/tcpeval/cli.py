@@ -9,6 +9,10 @@ import sys
 COMMAND_MODULES = [
     "tcpeval.spec_cli",
     "tcpeval.datastore",
+    "tcpeval.analysis.cli",
+    "tcpeval.report.cli",
+    "tcpeval.cc.cli",
+    "tcpeval.backends.cli",
 ]
 
 

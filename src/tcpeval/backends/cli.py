@@ -1,0 +1,212 @@
+"""`tcpeval run`, `tcpeval calibrate`, `tcpeval cleanup`: the backends on the command line.
+
+    tcpeval run data/raw/emulated/smoke/responsiveness/bic/rtt6.2/drop1e-04/rep1/trace.json
+    tcpeval run --backend emulated --variant bic --rtt 6.2 --drop 1e-5 --duration 5 --out DIR
+    tcpeval run --flows bic,reno --start 0,10 --rtt 24.2 --drop 0 --duration 30 --out DIR
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from tcpeval.cli import UserError
+
+_SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+def parse_rate(text: str) -> float:
+    """'5G', '9.5gbit', '500M', '2.5e9' -> bits per second."""
+    m = re.fullmatch(r"\s*([0-9.]+(?:e[+-]?\d+)?)\s*([kmgt]?)(?:bit|bps|b)?(?:/s)?\s*", text.lower())
+    if not m:
+        raise UserError(f"--rate: {text!r} is not a rate (examples: 5G, 9.5gbit, 500M, 2.5e9)")
+    value = float(m.group(1)) * _SUFFIX[m.group(2)]
+    if value <= 0:
+        raise UserError(f"--rate: {text!r} must be > 0")
+    return value
+
+
+def parse_bytes(text: str) -> int | None:
+    """'4M', '16MiB', '65536', 'bdp' (one bandwidth-delay product) -> bytes or None."""
+    if text.strip().lower() == "bdp":
+        return None
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([kmg]?)(i?)b?\s*", text.lower())
+    if not m:
+        raise UserError(f"--buffer: {text!r} is not a size (examples: 4M, 16MiB, 65536, bdp)")
+    base = 1024 if m.group(3) else 1000
+    power = " kmg".index(m.group(2) or " ")
+    return int(float(m.group(1)) * base ** power)
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"{what}: {text!r} is not a comma-separated list of numbers") from None
+
+
+def _condition(args):
+    from tcpeval import paths, spec
+
+    if args.target:
+        if args.variant or args.flows:
+            raise UserError("give either a run path or --variant/--flows, not both")
+        try:
+            design = spec.load_design(args.design)
+            condition = paths.resolve(args.target, design, args.raw_dir)
+        except spec.SpecError as err:
+            raise UserError(str(err)) from None
+        target = Path(args.target)
+        run_dir = target.parent if target.name == "trace.json" else target
+        return condition, run_dir
+    variants = list(args.variant or [])
+    if args.flows:
+        variants += [v.strip() for v in args.flows.split(",") if v.strip()]
+    if not variants:
+        raise UserError("name a run path, or the flows with --variant (repeatable) or --flows a,b")
+    missing = [name for name, value in (("--rtt", args.rtt), ("--drop", args.drop),
+                                         ("--duration", args.duration), ("--out", args.out)) if value is None]
+    if missing:
+        raise UserError(f"an ad-hoc run needs {', '.join(missing)}")
+    stack = {}
+    for item in args.stack or []:
+        if "=" not in item:
+            raise UserError(f"--stack: {item!r} is not NAME=VALUE")
+        k, v = item.split("=", 1)
+        stack[k.strip()] = int(v) if v.strip().lstrip("-").isdigit() else v.strip()
+    try:
+        condition = spec.adhoc_condition(
+            variants, args.rtt, args.drop, args.duration, backend=args.backend,
+            starts=_floats(args.start, "--start") if args.start else None, impl=args.impl,
+            interval_s=args.interval, rate_bps=parse_rate(args.rate) if args.rate else None,
+            buffer_bytes=parse_bytes(args.buffer) if args.buffer else None,
+            background_loss=args.background_loss, hz=args.hz, seed=args.seed)
+    except spec.SpecError as err:
+        raise UserError(str(err)) from None
+    if stack:
+        from dataclasses import replace
+        condition = replace(condition, stack=stack)
+    return condition, Path(args.out)
+
+
+def _backend(name: str, args):
+    from tcpeval.backends import get_backend
+
+    try:
+        return get_backend(name, progress=not args.quiet, lock_timeout_s=args.lock_timeout)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+
+
+def cmd_run(args) -> int:
+    from tcpeval.backends.base import BackendError
+    from tcpeval.backends.emulated.host import PreflightError
+
+    condition, run_dir = _condition(args)
+    backend = _backend(condition.backend, args)
+    try:
+        record = backend.run(condition, run_dir, force=args.force)
+    except PreflightError as err:
+        raise UserError(str(err)) from None
+    except BackendError as err:
+        if "exists; refusing" in str(err) or str(err).startswith("condition."):
+            raise UserError(str(err)) from None
+        print(f"tcpeval: run failed ({run_dir}): {err}\n  details: {run_dir / 'run.log'}", file=sys.stderr)
+        return 1
+    fid = record["fidelity"]
+    flows = ", ".join(f"{f['variant']} {f['summary']['mean_throughput_bps'] / 1e9:.2f} Gbps"
+                      for f in record["flows"])
+    print(f"{run_dir / 'trace.json'}: {flows}; RTT {record['measured']['rtt_ms']:.3f} ms; "
+          f"drops {record['measured']['drop']['dropped']}/{record['measured']['drop']['seen']}; "
+          f"fidelity {fid['verdict']}" + (f" ({'; '.join(fid['reasons'])})" if fid["reasons"] else ""))
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from tcpeval.backends.base import BackendError
+    from tcpeval.backends.emulated import build, calibrate
+    from tcpeval.backends.emulated.host import PreflightError
+
+    if args.show:
+        data = calibrate.load(build.ensure_built().hashes)
+        if data is None:
+            raise UserError("no calibration for this host, kernel and build yet: run `tcpeval calibrate`")
+        print(json.dumps(data, indent=1))
+        return 0
+    backend = _backend("emulated", args)
+    try:
+        data = backend.calibrate(duration_s=args.duration, force=True)
+    except PreflightError as err:
+        raise UserError(str(err)) from None
+    except BackendError as err:
+        print(f"tcpeval: calibration failed: {err}", file=sys.stderr)
+        return 1
+    print(f"host capacity {data['host_capacity_bps'] / 1e9:.2f} Gbps; default bottleneck rate "
+          f"{data['default_rate_bps'] / 1e9:.1f} Gbps; cached in {data.get('cache_file')}")
+    return 0
+
+
+def cmd_cleanup(args) -> int:
+    from tcpeval.backends.base import BackendError
+    from tcpeval.backends.emulated import host
+
+    try:
+        host.preflight()
+    except host.PreflightError as err:
+        raise UserError(str(err)) from None
+    if args.dry_run:
+        print(json.dumps(host.leftovers(), indent=1))
+        return 0
+    log = (lambda m: print(f"tcpeval: {m}", file=sys.stderr)) if not args.quiet else None
+    try:
+        with host.HostLock(args.lock_timeout, log=log):
+            removed = host.cleanup_stale(holding_lock=True, log=log)
+    except BackendError:
+        # someone is mid-run: still remove what belongs to dead owners
+        removed = host.cleanup_stale(holding_lock=False, log=log)
+    print(f"removed {len(removed)} namespace(s)" + (f": {', '.join(removed)}" if removed else ""))
+    return 0
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("run", help="perform one run (a design run path, or an ad-hoc condition)",
+                       description=__doc__, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+    p.add_argument("target", nargs="?", help="run path data/raw/<backend>/.../trace.json (from the design)")
+    p.add_argument("--design", default=None, help="design file (default config/design.yaml)")
+    p.add_argument("--raw-dir", default="data/raw", help="root of the run paths (default data/raw)")
+    p.add_argument("--backend", default="emulated", help="emulated | testbed (ad-hoc runs)")
+    p.add_argument("--variant", action="append", help="a flow's variant (repeat for a second flow)")
+    p.add_argument("--flows", help="flows as a comma-separated list, e.g. bic,reno")
+    p.add_argument("--start", help="start offsets in s per flow, e.g. 0,10")
+    p.add_argument("--rtt", type=float, help="RTT setting in ms (e.g. 6.2)")
+    p.add_argument("--drop", type=float, help="per-packet drop probability (e.g. 1e-5)")
+    p.add_argument("--duration", type=float, help="run duration in s")
+    p.add_argument("--out", help="run directory of an ad-hoc run")
+    p.add_argument("--rate", help="bottleneck rate (5G, 9.5gbit, 500M); default: calibrated host rate")
+    p.add_argument("--buffer", help="bottleneck buffer (4M, 16MiB, bytes, or 'bdp' = one BDP, the default)")
+    p.add_argument("--impl", default="port", choices=["port", "native"], help="3.16 port or the host's built-in")
+    p.add_argument("--seed", type=lambda s: int(s, 0), default=None, help="drop generator seed")
+    p.add_argument("--interval", type=float, default=0.1, help="sample interval in s (default 0.1)")
+    p.add_argument("--background-loss", type=float, default=0.0,
+                   help="independent background loss per packet (the paper's ring: ~2.2e-8)")
+    p.add_argument("--hz", type=int, default=250, help="jiffies rate emulated by the ports")
+    p.add_argument("--stack", action="append", metavar="NAME=VALUE",
+                   help="endpoint sysctl override, e.g. net.ipv4.tcp_recovery=1")
+    p.add_argument("--force", action="store_true", help="replace an existing trace")
+    p.add_argument("--lock-timeout", type=float, default=900.0, help="wait this long for the host lock")
+    p.add_argument("--quiet", action="store_true", help="no progress messages")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("calibrate", help="measure what this host carries on the emulated path (cached)")
+    p.add_argument("--duration", type=float, default=4.0, help="seconds per calibration point")
+    p.add_argument("--show", action="store_true", help="print the cached calibration")
+    p.add_argument("--lock-timeout", type=float, default=900.0)
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("cleanup", help="remove leftovers (tev* namespaces, processes) of dead runs")
+    p.add_argument("-n", "--dry-run", action="store_true", help="only list what exists")
+    p.add_argument("--lock-timeout", type=float, default=5.0)
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_cleanup)

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Per-packet drop module for the emulated backend (tc clsact direct-action).
+ *
+ * Semantics follow src/tcpeval/dropper.py exactly: per packet while ENABLE is set,
+ * state = xorshift32(state); SEEN += 1; drop iff state < T (33-bit compare); DROPPED += 1.
+ * The first 32 bytes of the single array-map value mirror the register map byte for byte
+ * (0x00 CONTROL ... 0x1C DROPPED_HI). RESEED/CLEAR are acted on by the control tool at
+ * write time (as the hardware does), never lazily here.
+ *
+ * Concurrency: packets may arrive on any CPU, so the generator step and the counters are
+ * updated under one bpf_spin_lock; the sequence of draws is then a single total order,
+ * identical to the model's, whatever CPU each packet is on.
+ */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+struct drop_regs {
+	__u32 control;       /* 0x00 */
+	__u32 threshold_lo;  /* 0x04 */
+	__u32 threshold_hi;  /* 0x08 */
+	__u32 seed;          /* 0x0C */
+	__u32 seen_lo;       /* 0x10 */
+	__u32 seen_hi;       /* 0x14 */
+	__u32 dropped_lo;    /* 0x18 */
+	__u32 dropped_hi;    /* 0x1C */
+	/* beyond the register map: generator state and the lock */
+	__u32 state;         /* 0x20 */
+	struct bpf_spin_lock lock; /* 0x24 */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct drop_regs);
+} tev_drop_regs SEC(".maps");
+
+#define CONTROL_ENABLE 1u
+
+static __always_inline int decide(void)
+{
+	__u32 key = 0;
+	struct drop_regs *r = bpf_map_lookup_elem(&tev_drop_regs, &key);
+	int drop = 0;
+
+	if (!r)
+		return 0;
+	bpf_spin_lock(&r->lock);
+	if (r->control & CONTROL_ENABLE) {
+		__u32 s = r->state;
+		__u64 seen, threshold;
+
+		s ^= s << 13;
+		s ^= s >> 17;
+		s ^= s << 5;
+		r->state = s;
+		seen = (((__u64)r->seen_hi << 32) | r->seen_lo) + 1;
+		r->seen_lo = (__u32)seen;
+		r->seen_hi = (__u32)(seen >> 32);
+		threshold = ((__u64)(r->threshold_hi & 1) << 32) | r->threshold_lo;
+		if ((__u64)s < threshold) {
+			__u64 d = (((__u64)r->dropped_hi << 32) | r->dropped_lo) + 1;
+			r->dropped_lo = (__u32)d;
+			r->dropped_hi = (__u32)(d >> 32);
+			drop = 1;
+		}
+	}
+	bpf_spin_unlock(&r->lock);
+	return drop;
+}
+
+/* The bottleneck's drop stage: every IPv4 frame leaving the bottleneck device is one
+ * wire packet (offloads are off), and gets one decision. */
+SEC("tc")
+int tev_dropper(struct __sk_buff *skb)
+{
+	if (skb->protocol != bpf_htons(ETH_P_IP))
+		return TC_ACT_OK;
+	return decide() ? TC_ACT_SHOT : TC_ACT_OK;
+}
+
+/* Test entry for BPF_PROG_TEST_RUN: one decision per invocation, regardless of the
+ * (synthetic) packet's protocol. Same code path as tev_dropper. */
+SEC("tc")
+int tev_dropper_test(struct __sk_buff *skb)
+{
+	return decide() ? TC_ACT_SHOT : TC_ACT_OK;
+}
+
+/* Reverse-path tap for the user-space delay line: the AF_PACKET ring has already copied
+ * the frame (taps run before tc ingress); the kernel's own copy is discarded here so each
+ * ACK travels only through the delay line. ARP and other non-IPv4 frames pass. */
+SEC("tc")
+int tev_steal(struct __sk_buff *skb)
+{
+	return skb->protocol == bpf_htons(ETH_P_IP) ? TC_ACT_SHOT : TC_ACT_OK;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tevbpf: loader and register tool for the emulated backend's BPF drop module.
+ *
+ *   tevbpf attach OBJ PROG IFNAME ingress|egress   -> {"prog_id":..,"map_id":..}
+ *   tevbpf write MAP_ID OFFSET VALUE               register write, model semantics
+ *   tevbpf read MAP_ID                             -> all registers as JSON
+ *   tevbpf testrun OBJ SEED THRESHOLD N            BPF_PROG_TEST_RUN N packets
+ *
+ * The attachment outlives this process (tc holds the program, the program holds the
+ * map); later calls reach the map by id, so nothing is pinned on the host. Map access
+ * uses BPF_F_LOCK so it is consistent with the program's bpf_spin_lock.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+struct drop_regs {
+	uint32_t control, threshold_lo, threshold_hi, seed;
+	uint32_t seen_lo, seen_hi, dropped_lo, dropped_hi;
+	uint32_t state;
+	uint32_t lock; /* struct bpf_spin_lock */
+};
+
+#define SEED_IF_ZERO 0x2545F491u
+
+static int die(const char *what, int err)
+{
+	fprintf(stderr, "tevbpf: %s: %s\n", what, strerror(err < 0 ? -err : err));
+	exit(1);
+}
+
+static uint32_t effective_seed(uint32_t s) { return s ? s : SEED_IF_ZERO; }
+
+static struct bpf_object *open_load(const char *path)
+{
+	struct bpf_object *obj = bpf_object__open_file(path, NULL);
+	int err = libbpf_get_error(obj);
+	if (err)
+		die(path, err);
+	err = bpf_object__load(obj);
+	if (err)
+		die("load", err);
+	return obj;
+}
+
+static uint32_t map_id_of(int fd)
+{
+	struct bpf_map_info info = {};
+	uint32_t len = sizeof(info);
+	int err = bpf_obj_get_info_by_fd(fd, &info, &len);
+	if (err)
+		die("map info", err);
+	return info.id;
+}
+
+static int map_fd_by_id(const char *s)
+{
+	int fd = bpf_map_get_fd_by_id((uint32_t)strtoul(s, NULL, 0));
+	if (fd < 0)
+		die("map by id", errno);
+	return fd;
+}
+
+static void lookup(int fd, struct drop_regs *r)
+{
+	uint32_t key = 0;
+	int err = bpf_map_lookup_elem_flags(fd, &key, r, BPF_F_LOCK);
+	if (err)
+		die("lookup", errno);
+}
+
+static void update(int fd, struct drop_regs *r)
+{
+	uint32_t key = 0;
+	int err = bpf_map_update_elem(fd, &key, r, BPF_F_LOCK);
+	if (err)
+		die("update", errno);
+}
+
+/* DropModule.write, on the map value. */
+static void reg_write(struct drop_regs *r, unsigned off, uint32_t v)
+{
+	switch (off) {
+	case 0x00:
+		r->control = v & 1u;
+		if (v & 2u)
+			r->state = effective_seed(r->seed);
+		if (v & 4u)
+			r->seen_lo = r->seen_hi = r->dropped_lo = r->dropped_hi = 0;
+		break;
+	case 0x04: r->threshold_lo = v; break;
+	case 0x08: r->threshold_hi = v & 1u; break;
+	case 0x0C: r->seed = v; break;
+	default:
+		fprintf(stderr, "tevbpf: register 0x%02X is not writable\n", off);
+		exit(2);
+	}
+}
+
+static void print_regs(const struct drop_regs *r)
+{
+	printf("{\"control\":%u,\"threshold_lo\":%u,\"threshold_hi\":%u,\"seed\":%u,"
+	       "\"seen\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"state\":%u}\n",
+	       r->control, r->threshold_lo, r->threshold_hi, r->seed,
+	       ((uint64_t)r->seen_hi << 32) | r->seen_lo,
+	       ((uint64_t)r->dropped_hi << 32) | r->dropped_lo, r->state);
+}
+
+static int cmd_attach(int argc, char **argv)
+{
+	if (argc != 6) {
+		fprintf(stderr, "usage: tevbpf attach OBJ PROG IFNAME ingress|egress\n");
+		return 2;
+	}
+	struct bpf_object *obj = open_load(argv[2]);
+	struct bpf_program *prog = bpf_object__find_program_by_name(obj, argv[3]);
+	if (!prog)
+		die(argv[3], ENOENT);
+	int ifindex = if_nametoindex(argv[4]);
+	if (!ifindex)
+		die(argv[4], errno);
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+		    .attach_point = strcmp(argv[5], "ingress") ? BPF_TC_EGRESS : BPF_TC_INGRESS);
+	int err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST)
+		die("clsact", err);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = 1, .priority = 1,
+		    .prog_fd = bpf_program__fd(prog));
+	err = bpf_tc_attach(&hook, &opts);
+	if (err)
+		die("tc attach", err);
+	struct bpf_map *map = bpf_object__find_map_by_name(obj, "tev_drop_regs");
+	printf("{\"prog_id\":%u,\"map_id\":%u}\n", opts.prog_id,
+	       map ? map_id_of(bpf_map__fd(map)) : 0);
+	return 0;
+}
+
+static int cmd_testrun(int argc, char **argv)
+{
+	if (argc != 6) {
+		fprintf(stderr, "usage: tevbpf testrun OBJ SEED THRESHOLD N\n");
+		return 2;
+	}
+	uint32_t seed = (uint32_t)strtoul(argv[3], NULL, 0);
+	uint64_t threshold = strtoull(argv[4], NULL, 0);
+	long n = strtol(argv[5], NULL, 0);
+	struct bpf_object *obj = open_load(argv[2]);
+	struct bpf_program *prog = bpf_object__find_program_by_name(obj, "tev_dropper_test");
+	struct bpf_map *map = bpf_object__find_map_by_name(obj, "tev_drop_regs");
+	if (!prog || !map)
+		die("object lacks tev_dropper_test/tev_drop_regs", ENOENT);
+	int mfd = bpf_map__fd(map);
+	struct drop_regs r = {};
+	/* Program the registers through the same write path the runs use. */
+	reg_write(&r, 0x04, (uint32_t)threshold);
+	reg_write(&r, 0x08, (uint32_t)(threshold >> 32));
+	reg_write(&r, 0x0C, seed);
+	reg_write(&r, 0x00, 1u | 2u | 4u);
+	update(mfd, &r);
+
+	unsigned char pkt[64] = {0};
+	pkt[12] = 0x08; /* ethertype IPv4 */
+	pkt[14] = 0x45;
+	LIBBPF_OPTS(bpf_test_run_opts, topts, .data_in = pkt, .data_size_in = sizeof(pkt),
+		    .repeat = 1);
+	printf("{\"drops\":[");
+	int first = 1;
+	for (long i = 0; i < n; i++) {
+		int err = bpf_prog_test_run_opts(bpf_program__fd(prog), &topts);
+		if (err)
+			die("test_run", errno);
+		if (topts.retval == 2 /* TC_ACT_SHOT */) {
+			printf(first ? "%ld" : ",%ld", i);
+			first = 0;
+		}
+	}
+	lookup(mfd, &r);
+	printf("],\"regs\":");
+	print_regs(&r);
+	printf("}\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: tevbpf attach|write|read|testrun ...\n");
+		return 2;
+	}
+	libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
+	if (!strcmp(argv[1], "attach"))
+		return cmd_attach(argc, argv);
+	if (!strcmp(argv[1], "testrun"))
+		return cmd_testrun(argc, argv);
+	if (!strcmp(argv[1], "read") && argc == 3) {
+		struct drop_regs r;
+		lookup(map_fd_by_id(argv[2]), &r);
+		print_regs(&r);
+		return 0;
+	}
+	if (!strcmp(argv[1], "write") && argc == 5) {
+		int fd = map_fd_by_id(argv[2]);
+		struct drop_regs r;
+		lookup(fd, &r);
+		reg_write(&r, (unsigned)strtoul(argv[3], NULL, 0),
+			  (uint32_t)strtoul(argv[4], NULL, 0));
+		update(fd, &r);
+		return 0;
+	}
+	fprintf(stderr, "tevbpf: unknown command or arguments\n");
+	return 2;
+}

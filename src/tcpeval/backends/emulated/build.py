@@ -1,0 +1,75 @@
+"""Build the backend's BPF object and C helpers on demand (clang/gcc), into
+``$TCPEVAL_BUILD`` or ``<repo>/build``; rebuilt when a source changes (content hash)."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from tcpeval.backends.base import BackendError
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parents[3]
+SOURCES = {
+    "dropper.bpf.o": HERE / "bpf" / "dropper.bpf.c",
+    "tevbpf": HERE / "bpf" / "tevbpf.c",
+    "tevdelay": HERE / "delayline" / "tevdelay.c",
+}
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    dropper_obj: Path
+    tevbpf: Path
+    tevdelay: Path
+    hashes: dict  # artifact -> sha256 of its source
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("TCPEVAL_BUILD") or REPO_ROOT / "build") / "emulated"
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _multiarch() -> str:
+    try:
+        return subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "x86_64-linux-gnu"
+
+
+def _command(name: str, src: Path, out: Path) -> list[str]:
+    if name.endswith(".bpf.o"):
+        return ["clang", "-O2", "-g", "-Wall", "-target", "bpf",
+                f"-I/usr/include/{_multiarch()}", "-c", str(src), "-o", str(out)]
+    libs = ["-lbpf"] if name == "tevbpf" else []
+    return ["gcc", "-O2", "-Wall", "-o", str(out), str(src), *libs]
+
+
+def ensure_built(log=None) -> Artifacts:
+    log = log or (lambda m: None)
+    out_dir = build_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    hashes = {}
+    with open(out_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel callers build once
+        for name, src in SOURCES.items():
+            digest = _sha(src)
+            hashes[name] = digest
+            out, stamp = out_dir / name, out_dir / f"{name}.sha256"
+            if out.exists() and stamp.exists() and stamp.read_text().strip() == digest:
+                continue
+            log(f"building {name}")
+            tmp = out_dir / f".{name}.tmp"
+            proc = subprocess.run(_command(name, src, tmp), capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise BackendError(f"building {name} from {src} failed:\n{proc.stderr.strip()}")
+            os.replace(tmp, out)
+            stamp.write_text(digest + "\n")
+    return Artifacts(out_dir / "dropper.bpf.o", out_dir / "tevbpf", out_dir / "tevdelay", hashes)

@@ -1,0 +1,82 @@
+"""Congestion control for the emulated backend's flows.
+
+Uses ``tcpeval.cc.loaded(variant, impl=..., hz=...)`` (the Linux-3.16 ports, BPF
+struct_ops) when that package provides it. Until then -- or for impl "native" -- the
+host's built-in algorithm of the same name is used when it exists (reno, cubic); the
+handle then says impl "native" and carries no object hash, so the trace never claims a
+port that did not run.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from tcpeval.backends.base import BackendError
+
+
+@dataclass(frozen=True)
+class NativeHandle:
+    variant: str
+    impl: str
+    kernel_name: str
+    object_sha256: str | None = None
+    source_sha256: str | None = None
+    hz: int | None = None
+
+
+def available_native() -> list[str]:
+    return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+
+
+def cc_module():
+    """tcpeval.cc when it offers ``loaded``, else None."""
+    try:
+        mod = importlib.import_module("tcpeval.cc")
+    except ImportError:
+        return None
+    return mod if callable(getattr(mod, "loaded", None)) else None
+
+
+@contextlib.contextmanager
+def loaded(variant: str, impl: str = "port", hz: int = 250):
+    """Yield a handle with .variant .impl .kernel_name .object_sha256 .source_sha256 .hz."""
+    mod = cc_module() if impl == "port" else None
+    if mod is not None:
+        cm = mod.loaded(variant, impl=impl, hz=hz)
+        try:
+            handle = cm.__enter__()
+        except Exception as err:  # tcpeval.cc.CCError and friends: name the flow
+            raise BackendError(f"flow variant {variant!r} (impl {impl}, hz {hz}): "
+                               f"congestion control could not be loaded: {err}") from None
+        try:
+            yield handle
+        except BaseException:
+            if not cm.__exit__(*__import__("sys").exc_info()):
+                raise
+        else:
+            cm.__exit__(None, None, None)
+        return
+    native = available_native()
+    if variant not in native:
+        why = ("tcpeval.cc is not available" if impl == "port" else "impl 'native' was asked for")
+        raise BackendError(f"flow variant {variant!r}: {why} and the host has no built-in "
+                           f"{variant!r} (available: {', '.join(native)})")
+    yield NativeHandle(variant=variant, impl="native", kernel_name=variant)
+
+
+def socket_algorithms(ns: str, port: int) -> list[str]:
+    """Algorithms of the established flows to/from ``port`` in ``ns`` (``ss -ti``)."""
+    mod = cc_module()
+    if mod is not None and hasattr(mod, "ss_algorithms"):
+        return [f["algorithm"] for f in mod.ss_algorithms(ns, port)]
+    import subprocess
+    out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-tinH", "state", "established",
+                          f"( dport = :{port} or sport = :{port} )"], capture_output=True, text=True).stdout
+    algs = []
+    for line in out.splitlines():
+        if line[:1].isspace():
+            toks = [t for t in line.split() if ":" not in t and t not in ("ts", "sack", "ecn", "ecnseen")]
+            algs.append(toks[0] if toks else None)
+    return algs

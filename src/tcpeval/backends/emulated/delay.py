@@ -1,0 +1,183 @@
+"""Propagation delay for the emulated dumbbell, and RTT probes.
+
+Mechanism, chosen at run time:
+- ``netem``: where the kernel has sch_netem, a netem qdisc on the switch's ports toward
+  the senders (the ACK path), limit far above BDP + buffer.
+- ``tevdelay-afpacket``: otherwise (this host: no sch_netem, sch_fq or etf), the
+  project's delay line (delayline/tevdelay.c) on the same ACK path: taps on the switch's
+  ports from the receivers, re-injection toward the senders.
+
+The whole delay sits on the reverse path: ACKs are few (one per ~2-6 data packets) and
+small, so delaying them costs far less than delaying data, and what the algorithms see
+-- the RTT -- is the same. The data path still crosses the bottleneck queue at once,
+exactly like the paper's switch buffer in front of the ring.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+from tcpeval.backends.base import BackendError
+from tcpeval.backends.emulated import host, topology
+from tcpeval.backends.emulated.build import Artifacts
+
+ECHO_PORT = 7
+PLACEMENT = "reverse (ACK) path: switch ports toward the senders"
+
+
+def netem_available(ns: str, dev: str) -> bool:
+    """Probe sch_netem inside the run's own namespace (never the host's)."""
+    proc = host.run(["tc", "qdisc", "add", "dev", dev, "root", "handle", "9:", "netem", "delay", "0"],
+                    ns=ns, check=False)
+    if proc.returncode == 0:
+        host.run(["tc", "qdisc", "del", "dev", dev, "root"], ns=ns, check=False)
+        return True
+    return False
+
+
+def quantum_ns(delay_ns: int) -> int:
+    """Release quantum of the delay line: frames go out within +-Q/2 of their due time;
+    1/200 of the delay, within [5, 50] us (10 us at 2 ms, 50 us at >= 10 ms)."""
+    return int(min(50_000, max(5_000, delay_ns // 200)))
+
+
+class DelayLine:
+    mechanism = "tevdelay-afpacket"
+
+    def __init__(self, art: Artifacts, topo: topology.Topology, run_dir: Path, *, rt_prio: int = 20,
+                 steer: bool = True):
+        self.art, self.topo, self.run_dir, self.rt_prio = art, topo, run_dir, rt_prio
+        ncpu = os.cpu_count() or 1
+        # With >= 2 CPUs: the line runs on the last CPU and the senders' receive
+        # processing of the released ACKs (and the data they clock out) is steered by RPS
+        # to the others, so a send call stays short and release times stay on time.
+        steer = steer and os.environ.get("TCPEVAL_DELAY_STEER", "1") != "0"
+        self.cpu = ncpu - 1 if steer and ncpu >= 2 else None
+        if self.cpu is not None:
+            mask = format(((1 << ncpu) - 1) & ~(1 << self.cpu), "x")
+            for i in range(1, topo.pairs + 1):
+                host.run(["sh", "-c", f"echo {mask} > /sys/class/net/{topo.dev('ep')}/queues/rx-0/rps_cpus"],
+                         ns=topo.ns(f"s{i}"))
+            self.rps_mask = mask
+        self.proc: subprocess.Popen | None = None
+        self.delay_ns = 0
+        self.stats_path = run_dir / "delayline.json"
+        # The kernel's own copy of each reverse-path frame is discarded at the ports'
+        # tc ingress (taps see the frame first), so frames travel only through the line.
+        for port in topo.ack_ports():
+            host.run([art.tevbpf, "attach", art.dropper_obj, "tev_steal", port, "ingress"], ns=topo.sw)
+
+    def start(self, delay_ns: int) -> None:
+        self.stop()
+        self.delay_ns = max(0, int(delay_ns))
+        t = self.topo
+        args = [self.art.tevdelay, "line", "--delay-ns", self.delay_ns,
+                "--quantum-ns", quantum_ns(self.delay_ns), "--stats", self.stats_path]
+        if self.rt_prio:
+            args += ["--rt", self.rt_prio]
+        if self.cpu is not None:
+            args += ["--cpu", self.cpu]
+        for port in t.ack_ports():
+            args += ["--in", port]
+        for i in range(1, t.pairs + 1):
+            args += ["--route", f"{topology.sender_ip(i)}={t.dev(f's{i}')},"
+                                f"{t.mac(f's{i}', t.dev('ep'))},{t.mac('sw', t.dev(f's{i}'))}"]
+        if self.stats_path.exists():
+            self.stats_path.unlink()
+        self.proc = host.spawn(args, ns=t.sw, stdout=subprocess.PIPE,
+                               stderr=open(self.run_dir / "delayline.log", "ab"))
+        line = self.proc.stdout.readline().strip()
+        if line != b"ready":
+            self.proc.wait(timeout=5)
+            raise BackendError(f"delay line failed to start (exit {self.proc.returncode}); "
+                               f"see {self.run_dir / 'delayline.log'}")
+
+    def stop(self) -> dict | None:
+        """Stop the line; its statistics (ring drops, lateness) or None."""
+        if not self.proc:
+            return None
+        proc, self.proc = self.proc, None
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        elif proc.returncode != 0:
+            raise BackendError(f"the delay line died (exit {proc.returncode}) during the run; "
+                               f"see {self.run_dir / 'delayline.log'}")
+        try:
+            return json.loads(self.stats_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def describe(self) -> dict:
+        return {"mechanism": self.mechanism, "placement": PLACEMENT,
+                "delay_ns": self.delay_ns, "quantum_ns": quantum_ns(self.delay_ns),
+                "sched": f"SCHED_FIFO {self.rt_prio}" if self.rt_prio else "SCHED_OTHER",
+                "cpu": self.cpu, "sender_rps_mask": getattr(self, "rps_mask", None)}
+
+
+class Netem:
+    mechanism = "netem"
+
+    def __init__(self, topo: topology.Topology, limit_packets: int):
+        self.topo, self.limit = topo, max(10000, int(limit_packets))
+        self.delay_ns = 0
+
+    def start(self, delay_ns: int) -> None:
+        self.delay_ns = max(0, int(delay_ns))
+        for port in self.topo.sender_ports():
+            host.run(["tc", "qdisc", "replace", "dev", port, "root", "netem", "delay",
+                      f"{self.delay_ns / 1000:.3f}us", "limit", self.limit], ns=self.topo.sw)
+
+    def stop(self) -> dict | None:
+        stats = {}
+        for port in self.topo.sender_ports():
+            out = host.run(["tc", "-s", "-j", "qdisc", "show", "dev", port], ns=self.topo.sw, check=False)
+            try:
+                stats[port] = json.loads(out.stdout)
+            except json.JSONDecodeError:
+                pass
+        return {"netem": stats}
+
+    def alive(self) -> bool:
+        return True
+
+    def describe(self) -> dict:
+        return {"mechanism": self.mechanism, "placement": PLACEMENT, "delay_ns": self.delay_ns,
+                "limit_packets": self.limit}
+
+
+class Prober:
+    """UDP echo RTT probes from sender 1 to receiver 1 across the whole path."""
+
+    def __init__(self, art: Artifacts, topo: topology.Topology):
+        self.art, self.topo = art, topo
+        self.echo = host.spawn([art.tevdelay, "echo", ECHO_PORT], ns=topo.ns("r1"),
+                               stdout=subprocess.PIPE)
+        if self.echo.stdout.readline().strip() != b"ready":
+            raise BackendError("RTT echo responder failed to start")
+
+    def measure(self, count: int = 20, interval_us: int = 1000) -> dict:
+        out = host.run([self.art.tevdelay, "probe", topology.receiver_ip(1), ECHO_PORT, count,
+                        interval_us], ns=self.topo.ns("s1"), timeout=30 + count * 1.2)
+        data = json.loads(out.stdout)
+        rtts = sorted(x / 1e6 for x in data["rtt_ns"])
+        if not rtts:
+            raise BackendError("RTT probes got no replies: the path is broken")
+        return {"median_ms": statistics.median(rtts), "min_ms": rtts[0], "max_ms": rtts[-1],
+                "count": len(rtts), "lost": data["lost"]}
+
+    def close(self) -> None:
+        if self.echo.poll() is None:
+            self.echo.kill()
+            self.echo.wait()

@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tevdelay: the emulated backend's constant-delay line, and a UDP RTT probe.
+ *
+ *   tevdelay line --delay-ns D [--quantum-ns Q] [--stats FILE] [--cpu N] [--rt PRIO]
+ *                 --in IF [--in IF ...]
+ *                 --route IPv4=IFNAME,DSTMAC,SRCMAC [--route ...]
+ *   tevdelay echo PORT
+ *   tevdelay probe IPv4 PORT COUNT INTERVAL_US
+ *
+ * Why this design (kernel without sch_netem/sch_fq/etf): the delay sits on the reverse
+ * (ACK) path, where packets are few and small. Each input port has an AF_PACKET
+ * TPACKET_V2 RX ring; a tc ingress program (tev_steal) discards the kernel's own copy, so
+ * the ring *is* the delay buffer: frames stay in place, in arrival order, until
+ * arrival + D, then go out through one AF_PACKET socket (qdisc bypass, sendmmsg batches)
+ * with the MACs of the next hop. No copy into user space, no per-packet wakeup under
+ * load: the loop sleeps until the head frame is due and then releases everything due
+ * within +-Q/2 (Q = release quantum), so the delay error is bounded by Q/2 plus wakeup
+ * latency, which the stats record (lateness histogram, ring drops).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_IN 4
+#define TP_STATUS_USER_SEEN (1u << 30) /* ours: frame already inspected */
+#define MAX_ROUTES 8
+#define BATCH 16 /* bounds the work done per send call (ACK processing downstream) */
+#define FRAME_SIZE 2048u
+#define BLOCK_SIZE (1u << 20)
+#define BLOCK_NR 64u /* 32768 frames per input: 24 ms of ACKs at > 1 Mpps */
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { (void)sig; stop = 1; }
+
+static void die(const char *what)
+{
+	fprintf(stderr, "tevdelay: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static int64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+struct ring {
+	int fd;
+	char name[IFNAMSIZ];
+	uint8_t *map;
+	unsigned frames, cur;
+};
+
+struct route {
+	uint32_t ip; /* network order */
+	int ifindex;
+	uint8_t dst[6], src[6];
+};
+
+static int parse_mac(const char *s, uint8_t m[6])
+{
+	return sscanf(s, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &m[0], &m[1], &m[2], &m[3], &m[4],
+		      &m[5]) == 6 ? 0 : -1;
+}
+
+static void open_ring(struct ring *r, const char *ifname)
+{
+	snprintf(r->name, sizeof(r->name), "%s", ifname);
+	r->fd = socket(AF_PACKET, SOCK_RAW, 0); /* protocol 0: nothing queued before bind */
+	if (r->fd < 0)
+		die("socket");
+	int v = TPACKET_V2, one = 1;
+	if (setsockopt(r->fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)))
+		die("PACKET_VERSION");
+	if (setsockopt(r->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)))
+		die("PACKET_IGNORE_OUTGOING");
+	struct tpacket_req req = {
+		.tp_block_size = BLOCK_SIZE, .tp_block_nr = BLOCK_NR,
+		.tp_frame_size = FRAME_SIZE, .tp_frame_nr = BLOCK_SIZE / FRAME_SIZE * BLOCK_NR,
+	};
+	if (setsockopt(r->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)))
+		die("PACKET_RX_RING");
+	r->frames = req.tp_frame_nr;
+	r->map = mmap(NULL, (size_t)BLOCK_SIZE * BLOCK_NR, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_LOCKED, r->fd, 0);
+	if (r->map == MAP_FAILED)
+		die("mmap ring");
+	/* ETH_P_ALL: only "all" taps run before tc ingress, where tev_steal discards the
+	 * kernel's copy; a protocol-bound tap would never see the frame. */
+	struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+				  .sll_ifindex = (int)if_nametoindex(ifname)};
+	if (!sll.sll_ifindex)
+		die(ifname);
+	if (bind(r->fd, (struct sockaddr *)&sll, sizeof(sll)))
+		die("bind");
+}
+
+static inline struct tpacket2_hdr *frame(struct ring *r, unsigned i)
+{
+	return (struct tpacket2_hdr *)(r->map + (size_t)i * FRAME_SIZE);
+}
+
+static int cmd_line(int argc, char **argv)
+{
+	struct ring rings[MAX_IN];
+	struct route routes[MAX_ROUTES];
+	int nin = 0, nroutes = 0;
+	int64_t delay = -1, quantum = 20000;
+	const char *stats_path = NULL;
+	int cpu = -1, rt_prio = 0;
+
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!v)
+			goto usage;
+		if (!strcmp(a, "--delay-ns"))
+			delay = strtoll(v, NULL, 0);
+		else if (!strcmp(a, "--quantum-ns"))
+			quantum = strtoll(v, NULL, 0);
+		else if (!strcmp(a, "--cpu"))
+			cpu = atoi(v);
+		else if (!strcmp(a, "--rt"))
+			rt_prio = atoi(v);
+		else if (!strcmp(a, "--stats"))
+			stats_path = v;
+		else if (!strcmp(a, "--in") && nin < MAX_IN)
+			open_ring(&rings[nin++], v);
+		else if (!strcmp(a, "--route") && nroutes < MAX_ROUTES) {
+			char buf[128], *ip, *ifn, *dst, *src;
+			snprintf(buf, sizeof(buf), "%s", v);
+			ip = strtok(buf, "=");
+			ifn = strtok(NULL, ",");
+			dst = strtok(NULL, ",");
+			src = strtok(NULL, ",");
+			struct route *rt = &routes[nroutes++];
+			if (!ip || !ifn || !dst || !src || inet_pton(AF_INET, ip, &rt->ip) != 1 ||
+			    parse_mac(dst, rt->dst) || parse_mac(src, rt->src) ||
+			    !(rt->ifindex = (int)if_nametoindex(ifn))) {
+				fprintf(stderr, "tevdelay: bad --route %s\n", v);
+				return 2;
+			}
+		} else
+			goto usage;
+		i++;
+	}
+	if (delay < 0 || !nin || !nroutes)
+		goto usage;
+
+	int out = socket(AF_PACKET, SOCK_RAW, 0), one = 1;
+	if (out < 0)
+		die("socket out");
+	if (setsockopt(out, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)))
+		die("PACKET_QDISC_BYPASS");
+	/* Release times are the whole point: a time-shared scheduler lets busy neighbours
+	 * (iperf3, other work on the host) delay ACKs by milliseconds. SCHED_FIFO keeps the
+	 * line on time; it sleeps whenever nothing is due, and RT throttling bounds it. */
+	if (cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set))
+			die("sched_setaffinity");
+	}
+	if (rt_prio > 0) {
+		struct sched_param sp = {.sched_priority = rt_prio};
+		if (sched_setscheduler(0, SCHED_FIFO, &sp))
+			die("sched_setscheduler");
+	}
+	prctl(PR_SET_TIMERSLACK, 1UL); /* hrtimer wakeups without the default 50 us slack */
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	printf("ready\n");
+	fflush(stdout);
+
+	struct mmsghdr msgs[BATCH];
+	struct iovec iovs[BATCH];
+	struct sockaddr_ll addrs[BATCH];
+	struct tpacket2_hdr *held[BATCH];
+	int nb = 0;
+	uint64_t forwarded = 0, no_route = 0, non_ip = 0, send_err = 0, ts_fallback = 0, late = 0, ts_software = 0, ts_future = 0;
+	int64_t max_late = 0, sum_err = 0, max_early = 0;
+	uint64_t hist[8] = {0}; /* lateness: <Q/2, <Q, <2Q, <5Q, <10Q, <100Q, >=100Q, early */
+	int64_t half = quantum / 2;
+	struct pollfd pfds[MAX_IN];
+	for (int i = 0; i < nin; i++)
+		pfds[i] = (struct pollfd){.fd = rings[i].fd, .events = POLLIN};
+
+	while (!stop) {
+		int64_t real = now_ns(CLOCK_REALTIME);
+		int best = -1;
+		int64_t best_ts = INT64_MAX;
+		for (int i = 0; i < nin; i++) {
+			struct tpacket2_hdr *h = frame(&rings[i], rings[i].cur);
+			if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
+				continue;
+			int64_t ts = (int64_t)h->tp_sec * 1000000000LL + h->tp_nsec;
+			if (!(h->tp_status & TP_STATUS_USER_SEEN)) {
+				h->tp_status |= TP_STATUS_USER_SEEN;
+				if (h->tp_status & TP_STATUS_TS_SOFTWARE)
+					ts_software++;
+				if (ts > real)
+					ts_future++;
+			}
+			if (ts < real - 10000000000LL || ts > real + 1000000000LL) {
+				/* not a wall-clock stamp (e.g. a mono delivery time): convert */
+				int64_t mono = now_ns(CLOCK_MONOTONIC);
+				if (ts > mono - 10000000000LL && ts <= mono + 1000000000LL)
+					ts += real - mono;
+				else {
+					ts = real;
+					ts_fallback++;
+				}
+				h->tp_sec = (uint32_t)(ts / 1000000000LL);
+				h->tp_nsec = (uint32_t)(ts % 1000000000LL);
+			}
+			if (ts < best_ts) {
+				best_ts = ts;
+				best = i;
+			}
+		}
+		int64_t due = best >= 0 ? best_ts + delay : 0;
+		if (best >= 0 && due <= real + half && nb < BATCH) {
+			struct ring *r = &rings[best];
+			struct tpacket2_hdr *h = frame(r, r->cur);
+			r->cur = (r->cur + 1) % r->frames;
+			uint8_t *eth = (uint8_t *)h + h->tp_mac;
+			int64_t err = real - due;
+			sum_err += err;
+			if (err > max_late)
+				max_late = err;
+			if (-err > max_early)
+				max_early = -err;
+			int b = err < 0 ? 7 : err < half ? 0 : err < quantum ? 1 : err < 2 * quantum ? 2
+				: err < 5 * quantum ? 3 : err < 10 * quantum ? 4 : err < 100 * quantum ? 5 : 6;
+			hist[b]++;
+			if (b >= 1 && b <= 6)
+				late++;
+			uint32_t dip;
+			struct route *rt = NULL;
+			if (h->tp_snaplen >= 34 && (eth[12] != 0x08 || eth[13] != 0x00)) {
+				/* not IPv4 (ARP...): the kernel kept its own copy, nothing to do */
+				non_ip++;
+				__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+				continue;
+			}
+			if (h->tp_snaplen >= 34 && h->tp_snaplen == h->tp_len) {
+				memcpy(&dip, eth + 30, 4);
+				for (int k = 0; k < nroutes; k++)
+					if (routes[k].ip == dip)
+						rt = &routes[k];
+			}
+			if (!rt) {
+				no_route++;
+				__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+				continue;
+			}
+			memcpy(eth, rt->dst, 6);
+			memcpy(eth + 6, rt->src, 6);
+			addrs[nb] = (struct sockaddr_ll){.sll_family = AF_PACKET,
+							 .sll_ifindex = rt->ifindex,
+							 .sll_halen = 6};
+			memcpy(addrs[nb].sll_addr, rt->dst, 6);
+			iovs[nb] = (struct iovec){.iov_base = eth, .iov_len = h->tp_snaplen};
+			msgs[nb] = (struct mmsghdr){.msg_hdr = {.msg_name = &addrs[nb],
+								.msg_namelen = sizeof(addrs[nb]),
+								.msg_iov = &iovs[nb], .msg_iovlen = 1}};
+			held[nb++] = h;
+			continue;
+		}
+		if (nb) {
+			int sent = 0;
+			while (sent < nb) {
+				int n = sendmmsg(out, msgs + sent, (unsigned)(nb - sent), 0);
+				if (n <= 0) {
+					if (n < 0 && errno == EINTR)
+						continue;
+					send_err += (uint64_t)(nb - sent); /* give the frames back anyway */
+					break;
+				}
+				sent += n;
+			}
+			forwarded += (uint64_t)sent;
+			for (int k = 0; k < nb; k++)
+				__atomic_store_n(&held[k]->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+			nb = 0;
+			continue;
+		}
+		if (best < 0) {
+			poll(pfds, (nfds_t)nin, 100); /* idle: wake on the next frame */
+			continue;
+		}
+		/* the head is not due yet: sleep until it is (minus half a quantum) */
+		int64_t wake = due - half;
+		struct timespec ts = {.tv_sec = wake / 1000000000LL, .tv_nsec = wake % 1000000000LL};
+		clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL);
+	}
+
+	uint64_t ring_drops = 0;
+	for (int i = 0; i < nin; i++) {
+		struct tpacket_stats st;
+		socklen_t len = sizeof(st);
+		if (!getsockopt(rings[i].fd, SOL_PACKET, PACKET_STATISTICS, &st, &len))
+			ring_drops += st.tp_drops;
+	}
+	FILE *f = stats_path ? fopen(stats_path, "w") : stdout;
+	if (!f)
+		die("stats file");
+	fprintf(f,
+		"{\"delay_ns\":%" PRId64 ",\"quantum_ns\":%" PRId64 ",\"forwarded\":%" PRIu64
+		",\"no_route\":%" PRIu64 ",\"non_ip\":%" PRIu64 ",\"send_errors\":%" PRIu64 ",\"ring_drops\":%" PRIu64
+		",\"ring_frames\":%u,\"timestamp_fallbacks\":%" PRIu64 ",\"skb_timestamps\":%" PRIu64 ",\"future_timestamps\":%" PRIu64 ",\"late_beyond_half_quantum\":%" PRIu64
+		",\"max_late_ns\":%" PRId64 ",\"max_early_ns\":%" PRId64 ",\"mean_error_ns\":%.1f"
+		",\"error_histogram\":{\"lt_half_q\":%" PRIu64 ",\"lt_q\":%" PRIu64 ",\"lt_2q\":%" PRIu64
+		",\"lt_5q\":%" PRIu64 ",\"lt_10q\":%" PRIu64 ",\"lt_100q\":%" PRIu64 ",\"ge_100q\":%" PRIu64
+		",\"early\":%" PRIu64 "}}\n",
+		delay, quantum, forwarded, no_route, non_ip, send_err, ring_drops, rings[0].frames, ts_fallback, ts_software, ts_future,
+		late, max_late, max_early,
+		forwarded + no_route ? (double)sum_err / (double)(forwarded + no_route) : 0.0,
+		hist[0], hist[1], hist[2], hist[3], hist[4], hist[5], hist[6], hist[7]);
+	if (f != stdout)
+		fclose(f);
+	return 0;
+usage:
+	fprintf(stderr, "usage: tevdelay line --delay-ns D [--quantum-ns Q] [--stats FILE] "
+			"--in IF [...] --route IP=IF,DSTMAC,SRCMAC [...]\n");
+	return 2;
+}
+
+static int cmd_echo(int argc, char **argv)
+{
+	if (argc != 3)
+		return 2;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2]))};
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)))
+		die("echo bind");
+	printf("ready\n");
+	fflush(stdout);
+	char buf[2048];
+	for (;;) {
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		ssize_t n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
+		if (n > 0)
+			sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from, fl);
+	}
+}
+
+static int cmd_probe(int argc, char **argv)
+{
+	if (argc != 6)
+		return 2;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[3]))};
+	if (fd < 0 || inet_pton(AF_INET, argv[2], &a.sin_addr) != 1 ||
+	    connect(fd, (struct sockaddr *)&a, sizeof(a)))
+		die("probe connect");
+	int count = atoi(argv[4]);
+	long interval = atol(argv[5]);
+	struct timeval tv = {.tv_sec = 1};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	printf("{\"rtt_ns\":[");
+	int first = 1, lost = 0;
+	for (int i = 0; i < count; i++) {
+		uint64_t seq = (uint64_t)i, back;
+		int64_t t0 = now_ns(CLOCK_MONOTONIC);
+		if (send(fd, &seq, sizeof(seq), 0) != sizeof(seq))
+			die("probe send");
+		for (;;) {
+			ssize_t n = recv(fd, &back, sizeof(back), 0);
+			if (n == sizeof(back) && back == seq) {
+				printf(first ? "%" PRId64 : ",%" PRId64, now_ns(CLOCK_MONOTONIC) - t0);
+				first = 0;
+				break;
+			}
+			if (n < 0) {
+				lost++;
+				break;
+			}
+		}
+		usleep((useconds_t)interval);
+	}
+	printf("],\"lost\":%d}\n", lost);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "line"))
+		return cmd_line(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "echo"))
+		return cmd_echo(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "probe"))
+		return cmd_probe(argc, argv);
+	fprintf(stderr, "usage: tevdelay line|echo|probe ...\n");
+	return 2;
+}

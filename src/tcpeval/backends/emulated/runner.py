@@ -1,0 +1,621 @@
+"""The emulated backend: one run = one condition on the namespace dumbbell, one trace.
+
+Order of a run (each step logged to run_dir/run.log):
+  preflight (root, capabilities, tools) -> build helpers -> host lock -> clean up dead
+  runs -> state file -> namespaces + links (offloads off) -> endpoint sysctls ->
+  bottleneck qdisc (rate, buffer) -> BPF dropper (programmed, disabled) -> delay
+  (netem or the delay line) with base-RTT measurement and one correction step ->
+  congestion control loaded -> iperf3 servers -> dropper enabled -> clients at their
+  start offsets -> dropper disabled, counters read -> teardown -> trace.json (atomic).
+Any failure or signal tears everything down; run.log says why and no trace is written.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tcpeval.backends.base import BackendError
+from tcpeval.backends.emulated import calibrate as calib
+from tcpeval.backends.emulated import ccadapter, delay, fidelity, host, topology, traffic
+from tcpeval.backends.emulated.build import REPO_ROOT, Artifacts, ensure_built
+from tcpeval.backends.emulated.dropctl import BpfDropper
+
+# The paper's host settings (Sec. IV), inside the endpoint namespaces only.
+PAPER_SYSCTLS = {
+    "net.ipv4.tcp_window_scaling": 1,
+    "net.ipv4.tcp_timestamps": 0,
+    "net.ipv4.tcp_sack": 1,
+    "net.ipv4.tcp_rmem": "4096 131072 1073741824",   # max 1 GiB
+    "net.ipv4.tcp_wmem": "4096 16384 1073741824",
+    "net.ipv4.tcp_no_metrics_save": 1,
+}
+# Linux 3.16-like stack behaviour, overridable per condition (Condition.stack):
+# no RACK loss detection (3.16 predates it), the 3.16 TSQ limit of 128 KB.
+STACK_316 = {
+    "net.ipv4.tcp_recovery": 0,
+    "net.ipv4.tcp_limit_output_bytes": 131072,
+}
+RECORDED_SYSCTLS = sorted(set(PAPER_SYSCTLS) | set(STACK_316) | {
+    "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
+    "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_ecn", "net.ipv4.tcp_frto",
+    "net.ipv4.tcp_early_retrans", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_autocorking",
+    "net.ipv4.tcp_moderate_rcvbuf", "net.ipv4.tcp_pacing_ss_ratio", "net.ipv4.tcp_pacing_ca_ratio",
+    "net.ipv4.tcp_min_tso_segs", "net.ipv4.tcp_adv_win_scale", "net.ipv4.tcp_mtu_probing",
+    "net.ipv4.tcp_comp_sack_nr", "net.ipv4.tcp_thin_linear_timeouts", "net.ipv4.tcp_dsack",
+    "net.ipv4.tcp_fack", "net.ipv4.tcp_reordering"})
+# Host-global: read and recorded, never changed (autotuning needs no rmem_max; iperf3
+# is run without -w).
+HOST_SYSCTLS = ["net.core.rmem_max", "net.core.wmem_max", "net.core.netdev_max_backlog",
+                "net.core.default_qdisc"]
+SWITCH_SYSCTLS = ["net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter",
+                  "net.bridge.bridge-nf-call-iptables"]
+MAX_FLOWS = 2
+LOCK_TIMEOUT_S = 900.0
+MIN_BUFFER_BYTES = 64 * 1024
+TBF_BURST_S = 200e-6
+
+
+class RunInterrupted(BaseException):
+    """SIGTERM/SIGHUP during a run: unwinds like KeyboardInterrupt so teardown runs."""
+
+
+@contextlib.contextmanager
+def _signals_unwind():
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise RunInterrupted(f"signal {signal.Signals(signum).name}")
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _cpu_times() -> tuple[int, int]:
+    parts = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = parts[3] + parts[4]
+    return sum(parts), idle
+
+
+def _qdisc_stats(ns: str, dev: str) -> dict:
+    out = host.run(["tc", "-s", "-j", "qdisc", "show", "dev", dev], ns=ns, check=False).stdout
+    try:
+        qdiscs = json.loads(out)
+    except json.JSONDecodeError:
+        return {}
+    root = next((q for q in qdiscs if q.get("root")), qdiscs[0] if qdiscs else {})
+    return {k: root.get(k) for k in ("kind", "bytes", "packets", "drops", "overlimits", "requeues",
+                                     "backlog", "qlen")}
+
+
+def _softnet_drops() -> int:
+    total = 0
+    for line in Path("/proc/net/softnet_stat").read_text().splitlines():
+        total += int(line.split()[1], 16)
+    return total
+
+
+def _git_revision() -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return out.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def tool_versions() -> dict:
+    return {
+        "iperf3": host.tool_version(["iperf3", "--version"]),
+        "tc": host.tool_version(["tc", "-V"]),
+        "ip": host.tool_version(["ip", "-V"]),
+        "clang": host.tool_version(["clang", "--version"]),
+        "gcc": host.tool_version(["gcc", "--version"]),
+        "bpftool": host.tool_version(["bpftool", "version"]),
+        "ethtool": host.tool_version(["ethtool", "--version"]),
+        "python": platform.python_version(),
+    }
+
+
+def _tcpeval_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("tcpeval")
+    except Exception:  # noqa: BLE001 - not installed as a distribution
+        return "0+unknown"
+
+
+class RunLog:
+    """run.log plus optional progress on stderr."""
+
+    def __init__(self, path: Path, progress: bool, prefix: str):
+        self.path, self.progress, self.prefix = path, progress, prefix
+        self.handle = open(path, "w")
+        self.t0 = time.monotonic()
+
+    def __call__(self, msg: str) -> None:
+        line = f"[{time.monotonic() - self.t0:7.2f}s] {msg}"
+        self.handle.write(line + "\n")
+        self.handle.flush()
+        if self.progress:
+            print(f"{self.prefix}: {msg}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+@dataclass
+class Plan:
+    """What a run will do, derived from the condition and the host's calibration."""
+    rate_bps: float | None          # None: unshaped (calibration)
+    buffer_bytes: int
+    rtt_ms: float
+    drop: float
+    seed: int
+    background_loss: float
+    duration_s: float
+    interval_s: float
+    flows: list                      # tcpeval.spec.Flow
+    stack: dict
+    hz: int
+    host_capacity_bps: float | None
+    calibration: dict | None
+    rate_source: str = "condition"
+    notes: list = field(default_factory=list)
+
+
+def check_condition(condition) -> None:
+    """Reject what the emulated backend cannot realise, naming the field."""
+    if condition.backend != "emulated":
+        raise BackendError(f"condition.backend is {condition.backend!r}, expected 'emulated'")
+    if not 1 <= len(condition.flows) <= MAX_FLOWS:
+        raise BackendError(f"condition.flows: {len(condition.flows)} flows; the dumbbell has "
+                           f"{MAX_FLOWS} sender/receiver pairs")
+    for i, flow in enumerate(condition.flows):
+        if flow.protocol not in ("tcp", "udp"):
+            raise BackendError(f"condition.flows[{i}].protocol: {flow.protocol!r} is not tcp or udp")
+        if not 0 <= flow.start_s < condition.duration_s:
+            raise BackendError(f"condition.flows[{i}].start_s: {flow.start_s} must lie in "
+                               f"[0, duration_s={condition.duration_s})")
+        if flow.protocol == "udp" and not flow.rate_bps:
+            raise BackendError(f"condition.flows[{i}].rate_bps: a UDP cross-traffic flow needs a rate")
+    for name in condition.stack or {}:
+        if not name.startswith("net.ipv4."):
+            raise BackendError(f"condition.stack: {name!r} is not a per-namespace net.ipv4.* "
+                               "sysctl (host-global settings are never changed by a run)")
+    if condition.rate_bps is not None and condition.rate_bps <= 0:
+        raise BackendError(f"condition.rate_bps: {condition.rate_bps} must be > 0")
+
+
+class EmulatedBackend:
+    """``get_backend("emulated")``. Options: progress (stderr messages), lock_timeout_s,
+    rt_prio (delay line SCHED_FIFO priority, 0 = off)."""
+
+    name = "emulated"
+
+    def __init__(self, *, progress: bool = False, lock_timeout_s: float = LOCK_TIMEOUT_S,
+                 rt_prio: int = 20):
+        self.progress, self.lock_timeout_s, self.rt_prio = progress, lock_timeout_s, rt_prio
+
+    # ------------------------------------------------------------------ public API
+    def run(self, condition, run_dir, *, force: bool = False) -> dict:
+        from tcpeval import trace as trace_mod
+
+        run_dir = Path(run_dir)
+        host.preflight()  # first: not root / no capability -> clear error, nothing touched
+        check_condition(condition)
+        target = run_dir / trace_mod.TRACE_FILE
+        if target.exists() and not force:
+            raise BackendError(f"{target} exists; refusing to overwrite a raw trace (use --force)")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        log = RunLog(run_dir / "run.log", self.progress, prefix=str(run_dir))
+        try:
+            with _signals_unwind():
+                art = ensure_built(log)
+                with host.HostLock(self.lock_timeout_s, log=log):
+                    host.cleanup_stale(holding_lock=True, log=log)
+                    plan = self._plan(condition, art, log)
+                    record = self._execute(condition, run_dir, plan, art, log)
+                record["run"]["path"] = _display_path(run_dir)
+                if force and target.exists():
+                    log(f"--force: replacing {target}")
+                trace_mod.write_trace(run_dir, record, force=force)
+                log(f"trace written: {target} (fidelity {record['fidelity']['verdict']})")
+                return record
+        except BaseException as err:
+            kind = "interrupted" if isinstance(err, (KeyboardInterrupt, RunInterrupted)) else "failed"
+            log(f"run {kind}: {type(err).__name__}: {err}")
+            if not isinstance(err, (BackendError, KeyboardInterrupt, RunInterrupted)):
+                log(traceback.format_exc())
+            if isinstance(err, RunInterrupted):
+                raise KeyboardInterrupt(str(err)) from None
+            raise
+        finally:
+            log.close()
+
+    def calibrate(self, *, duration_s: float = 4.0, force: bool = True) -> dict:
+        host.preflight()
+        log = _StderrLog(self.progress)
+        art = ensure_built(log)
+        if not force:
+            cached = calib.load(art.hashes)
+            if cached:
+                return cached
+        with _signals_unwind(), host.HostLock(self.lock_timeout_s, log=log):
+            host.cleanup_stale(holding_lock=True, log=log)
+            return self._calibrate_locked(art, log, duration_s)
+
+    def unshaped(self, run_dir, *, rtt_ms: float, duration_s: float, flows: int = 1) -> dict:
+        """One run without a rate limit (native CUBIC, p = 0, dropper and delay in place):
+        what the host's per-packet path carries. Returns the record (no trace.json)."""
+        host.preflight()
+        log = _StderrLog(self.progress)
+        art = ensure_built(log)
+        with _signals_unwind(), host.HostLock(self.lock_timeout_s, log=log):
+            host.cleanup_stale(holding_lock=True, log=log)
+            return self._unshaped_executor(art, flows)(rtt_ms, duration_s, Path(run_dir))
+
+    # ------------------------------------------------------------------ internals
+    def _unshaped_executor(self, art: Artifacts, flows: int = 1):
+        from tcpeval.spec import adhoc_condition
+
+        def executor(rtt_ms: float, dur: float, run_dir: Path) -> dict:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            cond = adhoc_condition(["cubic"] * flows, rtt_ms, 0.0, dur, impl="native", seed=1)
+            plan = Plan(rate_bps=None, buffer_bytes=0, rtt_ms=rtt_ms, drop=0.0, seed=1,
+                        background_loss=0.0, duration_s=dur, interval_s=0.5, flows=list(cond.flows),
+                        stack=self._stack(cond), hz=250, host_capacity_bps=None, calibration=None,
+                        rate_source="unshaped (calibration)")
+            runlog = RunLog(run_dir / "run.log", False, "unshaped")
+            try:
+                return self._execute(cond, run_dir, plan, art, runlog)
+            finally:
+                runlog.close()
+
+        return executor
+
+    def _calibrate_locked(self, art: Artifacts, log, duration_s: float = 4.0) -> dict:
+        return calib.calibrate(self._unshaped_executor(art), art.hashes, duration_s=duration_s, log=log)
+
+    def _stack(self, condition) -> dict:
+        return {**PAPER_SYSCTLS, **STACK_316, **(condition.stack or {})}
+
+    def _plan(self, condition, art: Artifacts, log) -> Plan:
+        cal = calib.load(art.hashes)
+        if cal is None:
+            log("no calibration for this host and build yet: calibrating first")
+            cal = self._calibrate_locked(art, log)
+        capacity = cal["host_capacity_bps"]
+        if condition.rate_bps is None:
+            rate, source = cal["default_rate_bps"], "calibrated host default"
+        else:
+            rate, source = float(condition.rate_bps), "condition"
+        rtt_s = condition.rtt_ms / 1000
+        if condition.buffer_bytes is None:
+            buffer = max(MIN_BUFFER_BYTES, int(rate * rtt_s / 8))  # one BDP
+        else:
+            buffer = int(condition.buffer_bytes)
+        return Plan(rate_bps=rate, buffer_bytes=buffer, rtt_ms=condition.rtt_ms, drop=condition.drop,
+                    seed=condition.seed, background_loss=condition.background_loss,
+                    duration_s=condition.duration_s, interval_s=condition.interval_s,
+                    flows=list(condition.flows), stack=self._stack(condition), hz=condition.hz,
+                    host_capacity_bps=capacity, calibration=cal, rate_source=source)
+
+    def _execute(self, condition, run_dir: Path, plan: Plan, art: Artifacts, log) -> dict:
+        started_at = _now_iso()
+        run_id = host.new_run_id()
+        pairs = len(plan.flows)
+        topo = topology.Topology(run_id, pairs)
+        log(f"run {run_id}: {'+'.join(f.variant for f in plan.flows)} rtt {plan.rtt_ms} ms "
+            f"drop {plan.drop:g} rate {'unshaped' if plan.rate_bps is None else f'{plan.rate_bps / 1e9:.3g} Gbps'} "
+            f"buffer {plan.buffer_bytes} B duration {plan.duration_s:g} s")
+        host.write_state(run_id, namespaces=topo.namespaces(), run_dir=str(run_dir))
+        t_setup = time.monotonic()
+        flows: list[traffic.FlowProc] = []
+        delayer = prober = None
+        try:
+            with contextlib.ExitStack() as stack:
+                topo.create()
+                log(f"namespaces {', '.join(topo.namespaces())} created")
+                endpoint_sysctls = {}
+                for ns in topo.namespaces():
+                    if ns != topo.sw:
+                        topology.sysctl(ns, plan.stack, strict=True)
+                # bottleneck: rate + buffer
+                if plan.rate_bps is not None:
+                    rate_bytes = plan.rate_bps / 8
+                    burst = max(2 * 1514, int(rate_bytes * TBF_BURST_S))
+                    host.run(["tc", "qdisc", "replace", "dev", topo.bottleneck_dev, "root", "tbf",
+                              "rate", f"{int(plan.rate_bps)}bit", "burst", burst,
+                              "limit", max(plan.buffer_bytes, 1514)], ns=topo.sw)
+                    rate_mech = {"mechanism": "tbf", "device": topo.bottleneck_dev,
+                                 "rate_bps": plan.rate_bps, "burst_bytes": burst,
+                                 "limit_bytes": max(plan.buffer_bytes, 1514)}
+                else:
+                    rate_mech = {"mechanism": "none (unshaped calibration)"}
+                # drop module
+                dropper = BpfDropper(art, topo.sw, topo.bottleneck_dev, "egress")
+                threshold = dropper.program(plan.drop, plan.seed)
+                bg_droppers = []
+                if plan.background_loss > 0:
+                    # the ring's own rare losses: independent of the drop module, on the
+                    # data path's entry into the switch (one instance per sender port)
+                    for i, port in enumerate(topo.sender_ports()):
+                        bg = BpfDropper(art, topo.sw, port, "ingress")
+                        bg.program(plan.background_loss, ((plan.seed ^ 0x5A5A5A5A) + i) & 0xFFFFFFFF)
+                        bg_droppers.append(bg)
+                # delay
+                if delay.netem_available(topo.sw, topo.sender_ports()[0]):
+                    rate = plan.rate_bps or 10e9
+                    limit = int((rate / 8 * (plan.rtt_ms / 1000) + plan.buffer_bytes) / 64) * 2
+                    delayer = delay.Netem(topo, limit)
+                else:
+                    delayer = delay.DelayLine(art, topo, run_dir, rt_prio=self.rt_prio)
+                stack.callback(lambda: delayer and delayer.stop())
+                delayer.start(0)
+                prober = delay.Prober(art, topo)
+                stack.callback(prober.close)
+                base = prober.measure(count=20, interval_us=500)
+                base_ms = base["median_ms"]
+                added_ms = max(0.0, plan.rtt_ms - base_ms)
+                delayer.start(int(added_ms * 1e6))
+                probe = prober.measure(count=10, interval_us=200)
+                err = probe["median_ms"] - plan.rtt_ms
+                corrections = 0
+                if added_ms > 0 and abs(err) > fidelity.rtt_tolerance_ms(plan.rtt_ms) / 4:
+                    # one correction step for the mechanism's own latency (wakeups, re-injection)
+                    added_ms = max(0.0, added_ms - err)
+                    delayer.start(int(added_ms * 1e6))
+                    probe = prober.measure(count=10, interval_us=200)
+                    corrections = 1
+                log(f"base RTT {base_ms:.3f} ms; added {added_ms:.3f} ms ({delayer.mechanism}); "
+                    f"idle RTT {probe['median_ms']:.3f} ms")
+                prober.close()
+                # congestion control
+                handles = []
+                for flow in plan.flows:
+                    if flow.protocol == "tcp":
+                        handles.append(stack.enter_context(ccadapter.loaded(flow.variant, flow.impl, plan.hz)))
+                    else:
+                        handles.append(None)
+                for i, (flow, handle) in enumerate(zip(plan.flows, handles)):
+                    flows.append(traffic.FlowProc(
+                        index=i, kernel_name=handle.kernel_name if handle else None,
+                        protocol=flow.protocol, start_s=flow.start_s,
+                        duration_s=plan.duration_s - flow.start_s, interval_s=plan.interval_s,
+                        rate_bps=flow.rate_bps, out_path=run_dir / f"iperf3-flow{i}.json",
+                        err_path=run_dir / f"iperf3-flow{i}.log"))
+                for fp in flows:
+                    if fp.kernel_name:
+                        # the namespace default too, so iperf3's control connection uses
+                        # the flow's algorithm and every socket of the sender can be checked
+                        fp.default_cc_set = bool(topology.sysctl(
+                            topo.ns(f"s{fp.pair}"), {"net.ipv4.tcp_congestion_control": fp.kernel_name},
+                            strict=False))
+                for i in range(1, pairs + 1):
+                    endpoint_sysctls[f"s{i}"] = topology.read_sysctls(topo.ns(f"s{i}"), RECORDED_SYSCTLS)
+                    endpoint_sysctls[f"r{i}"] = topology.read_sysctls(topo.ns(f"r{i}"), RECORDED_SYSCTLS)
+                offloads = topo.offload_states()
+                switch_sysctls = topology.read_sysctls(topo.sw, SWITCH_SYSCTLS)
+                for f in flows:
+                    stack.callback(f.stop)
+                    f.start_server(topo)
+                traffic.wait_listening(topo, [f.pair for f in flows])
+                setup_s = time.monotonic() - t_setup
+                # traffic
+                q0, cpu0, sn0 = _qdisc_stats(topo.sw, topo.bottleneck_dev), _cpu_times(), _softnet_drops()
+                dropper.enable()
+                for bg in bg_droppers:
+                    bg.enable()
+                log(f"setup {setup_s:.2f} s; traffic for {plan.duration_s:g} s")
+                t0 = time.monotonic()
+                self._drive(flows, topo, delayer, t0, plan, log)
+                traffic_s = time.monotonic() - t0
+                dropper.disable()
+                for bg in bg_droppers:
+                    bg.disable()
+                q1, cpu1, sn1 = _qdisc_stats(topo.sw, topo.bottleneck_dev), _cpu_times(), _softnet_drops()
+                counters = dropper.read()
+                bg_counters = [bg.read() for bg in bg_droppers]
+                delay_desc = delayer.describe()
+                delay_stats = delayer.stop()
+                parsed = [traffic.parse(f) for f in flows]
+            t_teardown = time.monotonic()
+        finally:
+            for f in flows:
+                f.stop()
+            topo.destroy()
+            host.remove_run(run_id)
+        teardown_s = time.monotonic() - t_teardown
+        log(f"teardown {teardown_s:.2f} s")
+
+        # -------------------------------------------------------------- the record
+        for flow, fp, res in zip(plan.flows, flows, parsed):
+            if flow.protocol == "tcp" and res["verified"] != fp.kernel_name:
+                raise BackendError(
+                    f"flow {fp.index} ({flow.variant}): asked for congestion control "
+                    f"{fp.kernel_name!r}, the socket used {res['verified']!r}; run discarded")
+        seen, dropped = counters["seen"], counters["dropped"]
+        rate_obs = dropped / seen if seen else None
+        ci = list(fidelity.wilson(dropped, seen)) if seen else [0.0, 1.0]
+        total_cpu = cpu1[0] - cpu0[0]
+        cpu_busy = 1 - (cpu1[1] - cpu0[1]) / total_cpu if total_cpu > 0 else None
+        active_s = plan.duration_s - min(f.start_s for f in plan.flows)
+        bytes_through = (q1.get("bytes") or 0) - (q0.get("bytes") or 0)
+        achieved = bytes_through * 8 / active_s if plan.rate_bps is not None and active_s > 0 else \
+            sum(r["summary"]["mean_throughput_bps"] for r in parsed)
+        # steady state: the second half of the run, after slow start
+        half = plan.duration_s / 2
+        steady = 0.0
+        for flow, res in zip(plan.flows, parsed):
+            pts = [(t + flow.start_s, b) for t, b in zip(res["samples"]["t_s"], res["samples"]["throughput_bps"])]
+            late = [b for t, b in pts if t > half]
+            steady += sum(late) / len(late) if late else 0.0
+        extra = []
+        for flow, handle in zip(plan.flows, handles):
+            if handle is not None and flow.impl == "port" and handle.impl != "port":
+                extra.append(f"cc: flow {flow.variant} asked for the 3.16 port; ran the host's "
+                             f"native {handle.kernel_name} (tcpeval.cc unavailable)")
+        verdict = fidelity.verdict(
+            p=plan.drop, seen=seen, dropped=dropped, rtt_setting_ms=plan.rtt_ms, base_rtt_ms=base_ms,
+            rtt_ms=probe["median_ms"], rate_bps=plan.rate_bps or 0.0,
+            host_capacity_bps=plan.host_capacity_bps if plan.rate_bps is not None else None,
+            achieved_bps=steady if plan.rate_bps is not None else achieved, cpu_busy=cpu_busy,
+            delay_stats=delay_stats if delayer.mechanism != "netem" else None, extra_reasons=extra)
+        if plan.rate_bps is None:  # calibration: rate checks do not apply
+            verdict["reasons"] = [r for r in verdict["reasons"] if not r.startswith("rate:")]
+            verdict["verdict"] = "flagged" if verdict["reasons"] else "ok"
+
+        flow_records = []
+        for flow, fp, handle, res in zip(plan.flows, flows, handles, parsed):
+            flow_records.append({
+                "id": fp.index, "variant": flow.variant,
+                "impl": handle.impl if handle else flow.impl, "protocol": flow.protocol,
+                "start_s": flow.start_s,
+                "cc": {"requested": fp.kernel_name or "udp", "verified": res["verified"],
+                       "kernel_name": fp.kernel_name,
+                       "object_sha256": getattr(handle, "object_sha256", None),
+                       "source_sha256": getattr(handle, "source_sha256", None),
+                       "hz": getattr(handle, "hz", None), "receiver": res["receiver_cc"],
+                       "ss": fp.ss_algorithms},
+                "samples": res["samples"], "summary": res["summary"],
+                "raw_files": [fp.out_path.name, fp.err_path.name, fp.err_path.with_suffix(".server.log").name],
+            })
+        env = {
+            "hostname": socket.gethostname(), "kernel": platform.release(),
+            "kernel_version": platform.version(), "cpus": os.cpu_count() or 1,
+            "tools": tool_versions(), "tcpeval_version": _tcpeval_version(),
+            "git_revision": _git_revision(),
+            "sysctls": {"endpoints": endpoint_sysctls,
+                        "host_global": topology.read_sysctls_host(HOST_SYSCTLS),
+                        "switch": switch_sysctls},
+            "offloads": offloads, "build_sha256": art.hashes,
+            "cc_provider": "tcpeval.cc" if ccadapter.cc_module() else "native fallback",
+        }
+        mechanisms = {
+            "drop": dropper.mechanism, "delay": delayer.mechanism, "rate": rate_mech["mechanism"],
+            "drop_detail": {"device": topo.bottleneck_dev, "hook": "tc clsact egress, before the queue",
+                            "threshold": threshold, "seed": plan.seed, "concurrency": dropper.concurrency,
+                            "wire_sized_packets": "TSO/GSO/GRO/LRO off on every path device"},
+            "delay_detail": {**delay_desc, "base_rtt_ms": base_ms, "added_ms": added_ms,
+                             "correction_steps": corrections},
+            "rate_detail": rate_mech,
+            "background_loss": {"mechanism": "bpf-tc", "probability": plan.background_loss,
+                                "devices": [bg.dev for bg in bg_droppers]} if bg_droppers else None,
+            "topology": {"namespaces": [n.split("-", 1)[1] for n in topo.namespaces()],
+                         "bottleneck_device": topo.bottleneck_dev.split("-", 1)[1],
+                         "bridged": topo.bridged, "run_id": run_id},
+        }
+        measured = {
+            "base_rtt_ms": base_ms, "rtt_ms": probe["median_ms"],
+            "rtt_probe": probe, "base_rtt_probe": base,
+            "drop": {"seen": seen, "dropped": dropped, "rate": rate_obs, "ci95": ci,
+                     "interval": "wilson", "check": verdict["checks"]["drop"]},
+            "bottleneck_rate_bps": achieved, "steady_throughput_bps": steady,
+            "host_capacity_bps": plan.host_capacity_bps,
+            "configured_rate_bps": plan.rate_bps, "rate_source": plan.rate_source,
+            "buffer_bytes": plan.buffer_bytes,
+            "bottleneck_qdisc": {"before": q0, "after": q1},
+            "cpu_busy": cpu_busy, "softnet_drops_host": sn1 - sn0,
+            "delay_line": delay_stats,
+            "background_drop": bg_counters or None,
+            "setup_s": setup_s, "traffic_s": traffic_s, "teardown_s": teardown_s,
+            "calibration": {k: plan.calibration.get(k) for k in ("measured_at", "host_capacity_bps",
+                                                                  "default_rate_bps", "points")}
+            if plan.calibration else None,
+        }
+        verdict.pop("checks", None)
+        cond = condition.to_dict()
+        return {
+            "schema_version": 1,
+            "run": {"path": _display_path(run_dir), "backend": "emulated",
+                    "campaign": condition.campaign, "criterion": condition.criterion,
+                    "rep": condition.rep},
+            "condition": cond, "environment": env, "mechanisms": mechanisms,
+            "flows": flow_records, "measured": measured, "fidelity": verdict,
+            "started_at": started_at, "finished_at": _now_iso(), "notes": plan.notes,
+        }
+
+    def _drive(self, flows, topo, delayer, t0: float, plan: Plan, log) -> None:
+        """Start clients at their offsets; watch every process; stop when all are done."""
+        pending = sorted(flows, key=lambda f: f.start_s)
+        deadline = t0 + plan.duration_s + 20.0
+        next_note = t0 + 5.0
+        while True:
+            now = time.monotonic()
+            while pending and now >= t0 + pending[0].start_s:
+                f = pending.pop(0)
+                f.start_client(topo)
+                log(f"flow {f.index} started ({f.kernel_name or 'udp'}) at {now - t0:.2f} s")
+            for f in flows:
+                # read the algorithm back from the live socket (ss -ti); retried while the
+                # connection is not yet (or no longer) listed, judged once it is
+                if (f.protocol == "tcp" and not f.ss_algorithms and f.ss_tries < 10 and f.started_at
+                        and now - f.started_at > min(0.5 + 0.3 * f.ss_tries, f.duration_s / 2)):
+                    f.ss_tries += 1
+                    algs = [a for a in ccadapter.socket_algorithms(topo.ns(f"s{f.pair}"), traffic.PORT) if a]
+                    f.ss_algorithms = algs
+                    wrong = [a for a in algs if a != f.kernel_name]
+                    if not f.default_cc_set and f.kernel_name in algs:
+                        wrong = []  # only the data socket carries -C; the control one has the default
+                    if algs and wrong:
+                        raise BackendError(f"flow {f.index}: ss -ti shows congestion control "
+                                           f"{wrong} on its sockets, asked for {f.kernel_name!r}")
+            for f in flows:
+                if f.client is not None and f.client.poll() is not None and f.client.returncode != 0:
+                    raise BackendError(f"flow {f.index}: iperf3 client {traffic.describe_exit(f.client)}; "
+                                       f"see {f.err_path.name}")
+                if f.server is not None and f.server.poll() is not None and f.server.returncode != 0:
+                    raise BackendError(f"flow {f.index}: iperf3 server {traffic.describe_exit(f.server)}")
+            if not delayer.alive():
+                raise BackendError("the delay line died during the run; see delayline.log")
+            if not pending and all(f.client.poll() is not None for f in flows):
+                return
+            if now > deadline:
+                raise BackendError(f"flows did not finish within duration + 20 s")
+            if now >= next_note:
+                log(f"... {now - t0:.0f}/{plan.duration_s:g} s")
+                next_note += 5.0
+            time.sleep(0.05)
+
+
+class _StderrLog:
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    def __call__(self, msg: str) -> None:
+        if self.enabled:
+            print(f"tcpeval: {msg}", file=sys.stderr, flush=True)
+
+
+def _display_path(run_dir: Path) -> str:
+    run_dir = run_dir.resolve()
+    try:
+        return str(run_dir.relative_to(REPO_ROOT))
+    except ValueError:
+        return str(run_dir)

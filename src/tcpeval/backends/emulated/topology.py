@@ -1,0 +1,225 @@
+"""The paper's dumbbell (Fig. 1/2) in network namespaces on one host.
+
+Mapping (``tev<id>-<role>`` namespaces):
+
+    paper                               here
+    sender 1/2, receiver 1/2            namespaces s1, s2, r1, r2 (one veth each)
+    switch A + NetFPGA + ring + switch B  namespace sw:
+        switch A (combines the flows)   IPv4 forwarding from ports tev<id>-s1/-s2
+        bottleneck link + its buffer    bridge tev<id>-br, egress qdisc (TBF/HTB: rate, buffer)
+        NetFPGA drop module             BPF tc program on tev<id>-br egress (before the queue)
+        ring (propagation delay)        netem on the ACK path (ports -s1/-s2 egress), or the
+                                        tevdelay line on the ACK path (taps on ports -r1/-r2)
+        switch B (separates the flows)  the bridge's ports tev<id>-r1/-r2
+
+The two switches and the bottleneck collapse into one namespace because every extra
+namespace hop costs a forwarding pass of every packet on a 2-core host (measured ~5.8
+Gbps through one hop). Both flows share the single bottleneck queue, as in the paper.
+All ARP/FDB state is static so no flooding or resolution happens during a run.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from tcpeval.backends.emulated import host
+
+OFFLOADS = ("tso", "gso", "gro", "lro")
+SENDER_NET = "10.77.{i}.0/24"
+RECEIVER_GW = "10.77.100.1"
+
+
+def sender_ip(i: int) -> str:
+    return f"10.77.{i}.2"
+
+
+def sender_gw(i: int) -> str:
+    return f"10.77.{i}.1"
+
+
+def receiver_ip(i: int) -> str:
+    return f"10.77.100.{10 + i}"
+
+
+@dataclass
+class Topology:
+    run_id: str
+    pairs: int  # sender/receiver pairs (1 or 2)
+    created: list[str] = field(default_factory=list)
+    macs: dict = field(default_factory=dict)  # (ns, dev) -> mac
+
+    # names ------------------------------------------------------------------
+    def ns(self, role: str) -> str:
+        return host.ns_name(self.run_id, role)
+
+    @property
+    def sw(self) -> str:
+        return self.ns("sw")
+
+    def dev(self, role: str) -> str:
+        """Device names: switch ports tev<id>-s1..., the bridge tev<id>-br, and each
+        endpoint's single interface tev<id>-ep."""
+        return f"{host.PREFIX}{self.run_id}-{role}"
+
+    @property
+    def bridged(self) -> bool:
+        # One pair: the receiver port itself is the bottleneck (no bridge pass per packet).
+        return self.pairs > 1
+
+    @property
+    def bottleneck_dev(self) -> str:
+        return self.dev("br") if self.bridged else self.dev("r1")
+
+    def namespaces(self) -> list[str]:
+        roles = ["sw"] + [f"{k}{i}" for i in range(1, self.pairs + 1) for k in ("s", "r")]
+        return [self.ns(r) for r in roles]
+
+    def ack_ports(self) -> list[str]:
+        """Switch-side ports where ACKs (receiver -> sender) enter the switch."""
+        return [self.dev(f"r{i}") for i in range(1, self.pairs + 1)]
+
+    def sender_ports(self) -> list[str]:
+        return [self.dev(f"s{i}") for i in range(1, self.pairs + 1)]
+
+    # build ------------------------------------------------------------------
+    def create(self) -> None:
+        sw, ep, br = self.sw, self.dev("ep"), self.bottleneck_dev
+        for ns in self.namespaces():
+            host.run(["ip", "netns", "add", ns])
+            self.created.append(ns)
+        cmds = ["link set lo up"]
+        if self.bridged:
+            cmds += [f"link add {br} type bridge stp_state 0 mcast_snooping 0 ageing_time 0",
+                     f"link set {br} up", f"addr add {RECEIVER_GW}/24 dev {br}"]
+        for i in range(1, self.pairs + 1):
+            s, r = self.dev(f"s{i}"), self.dev(f"r{i}")
+            cmds += [
+                f"link add {s} type veth peer name {ep} netns {self.ns(f's{i}')}",
+                f"addr add {sender_gw(i)}/24 dev {s}", f"link set {s} up",
+                f"link add {r} type veth peer name {ep} netns {self.ns(f'r{i}')}",
+                f"link set {r} master {br}" if self.bridged else f"addr add {RECEIVER_GW}/24 dev {r}",
+                f"link set {r} up",
+            ]
+        host.run(["ip", "-n", sw, "-batch", "-"], input="\n".join(cmds) + "\n")
+        for i in range(1, self.pairs + 1):
+            for role, addr, gw in ((f"s{i}", sender_ip(i), sender_gw(i)),
+                                   (f"r{i}", receiver_ip(i), RECEIVER_GW)):
+                host.run(["ip", "-n", self.ns(role), "-batch", "-"], input="\n".join([
+                    "link set lo up", f"addr add {addr}/24 dev {ep}", f"link set {ep} up",
+                    f"route add default via {gw} dev {ep}"]) + "\n")
+        self._read_macs()
+        self._static_l2()
+        sysctl(sw, {"net.ipv4.ip_forward": 1, "net.ipv4.conf.all.rp_filter": 0,
+                    "net.ipv4.conf.default.rp_filter": 0}, strict=True)
+        # bridge -> iptables hooks cost a pass per packet; off where the kernel has them
+        sysctl(sw, {"net.bridge.bridge-nf-call-iptables": 0,
+                    "net.bridge.bridge-nf-call-arptables": 0}, strict=False)
+        self.offloads_off()
+
+    def _read_macs(self) -> None:
+        for ns in self.namespaces():
+            out = host.run(["ip", "-n", ns, "-j", "link", "show"]).stdout
+            for link in json.loads(out):
+                self.macs[(ns, link["ifname"])] = link.get("address")
+
+    def mac(self, role_ns: str, dev: str) -> str:
+        return self.macs[(self.ns(role_ns), dev)]
+
+    def _static_l2(self) -> None:
+        sw, ep, br = self.sw, self.dev("ep"), self.bottleneck_dev
+        sw_cmds = []
+        for i in range(1, self.pairs + 1):
+            s_mac = self.mac(f"s{i}", ep)
+            r_mac = self.mac(f"r{i}", ep)
+            sw_cmds.append(f"neigh replace {sender_ip(i)} lladdr {s_mac} dev {self.dev(f's{i}')} nud permanent")
+            sw_cmds.append(f"neigh replace {receiver_ip(i)} lladdr {r_mac} dev {self.bottleneck_dev} nud permanent")
+            host.run(["ip", "-n", self.ns(f"s{i}"), "neigh", "replace", sender_gw(i), "lladdr",
+                      self.mac("sw", self.dev(f"s{i}")), "dev", ep, "nud", "permanent"])
+            host.run(["ip", "-n", self.ns(f"r{i}"), "neigh", "replace", RECEIVER_GW, "lladdr",
+                      self.mac("sw", self.bottleneck_dev), "dev", ep, "nud", "permanent"])
+            if self.bridged:
+                host.run(["bridge", "-n", sw, "fdb", "replace", r_mac, "dev", self.dev(f"r{i}"),
+                          "master", "static"])
+        host.run(["ip", "-n", sw, "-batch", "-"], input="\n".join(sw_cmds) + "\n")
+
+    def devices(self) -> list[tuple[str, str]]:
+        out = [(self.sw, self.bottleneck_dev)] if self.bridged else []
+        for i in range(1, self.pairs + 1):
+            out += [(self.sw, self.dev(f"s{i}")), (self.sw, self.dev(f"r{i}")),
+                    (self.ns(f"s{i}"), self.dev("ep")), (self.ns(f"r{i}"), self.dev("ep"))]
+        return out
+
+    def offloads_off(self) -> None:
+        """Wire-sized packets everywhere: one drop decision per packet (no TSO/GSO/GRO/LRO
+        aggregates). Receivers also compute TCP checksums in software, because the delay
+        line re-injects their ACKs as fresh frames (a CHECKSUM_PARTIAL ACK would arrive
+        with an unfinished checksum)."""
+        for ns, dev in self.devices():
+            args = ["ethtool", "-K", dev]
+            for feature in OFFLOADS:
+                args += [feature, "off"]
+            host.run(args, ns=ns, check=False)  # lro is "fixed" on veth: ethtool says so, harmless
+        for i in range(1, self.pairs + 1):
+            host.run(["ethtool", "-K", self.dev("ep"), "tx", "off"], ns=self.ns(f"r{i}"), check=False)
+
+    def offload_states(self) -> dict:
+        """ethtool -k of every device on the path, for the trace."""
+        out = {}
+        for ns, dev in self.devices():
+            proc = host.run(["ethtool", "-k", dev], ns=ns, check=False)
+            feats = {}
+            for line in proc.stdout.splitlines()[1:]:
+                if ":" in line and not line.startswith("\t\t"):
+                    k, v = line.split(":", 1)
+                    k = k.strip()
+                    if k in ("tcp-segmentation-offload", "generic-segmentation-offload",
+                             "generic-receive-offload", "large-receive-offload",
+                             "tx-checksumming", "rx-checksumming", "scatter-gather"):
+                        feats[k] = v.split()[0] if v.split() else ""
+            out[f"{ns.split('-', 1)[1]}:{dev}"] = feats
+        return out
+
+    def destroy(self) -> None:
+        for ns in reversed(self.created):
+            host.remove_netns(ns)
+        self.created.clear()
+
+
+def sysctl(ns: str, values: dict, *, strict: bool) -> dict:
+    """Set sysctls inside ``ns`` (never the host) in one shell; returns what was set.
+    Unknown names are errors only when ``strict``."""
+    texts, lines = {}, []
+    for name, value in values.items():
+        text = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+        texts[name] = text
+        path = "/proc/sys/" + name.replace(".", "/")
+        lines.append(f"echo '{text}' > {path} 2>/dev/null || echo 'FAILED {name}'")
+    out = host.run(["sh", "-c", "\n".join(lines)], ns=ns, check=False).stdout
+    failed = {line.split()[1] for line in out.splitlines() if line.startswith("FAILED ")}
+    if failed and strict:
+        raise host.BackendError(f"sysctl failed in {ns}: {', '.join(sorted(failed))}")
+    return {k: v for k, v in texts.items() if k not in failed}
+
+
+def read_sysctls(ns: str, names: list[str]) -> dict:
+    script = "; ".join(f"printf '%s\\t' {n}; cat /proc/sys/{n.replace('.', '/')} 2>/dev/null || echo" for n in names)
+    out = host.run(["sh", "-c", script], ns=ns, check=False).stdout
+    res = {}
+    for line in out.splitlines():
+        if "\t" in line:
+            k, v = line.split("\t", 1)
+            v = " ".join(v.split())
+            res[k] = None if v == "" else (int(v) if v.lstrip("-").isdigit() else v)
+    return res
+
+
+def read_sysctls_host(names: list[str]) -> dict:
+    """Read (never write) host-global sysctls for the record."""
+    out = {}
+    for name in names:
+        try:
+            v = " ".join(open("/proc/sys/" + name.replace(".", "/")).read().split())
+        except OSError:
+            v = None
+        out[name] = int(v) if v and v.lstrip("-").isdigit() else v
+    return out

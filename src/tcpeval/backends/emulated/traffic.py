@@ -1,0 +1,113 @@
+"""iperf3 flows: servers on the receivers, clients on the senders, JSON parsed into the
+trace's columnar samples."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tcpeval.backends.base import BackendError
+from tcpeval.backends.emulated import host, topology
+
+PORT = 5201
+
+
+@dataclass
+class FlowProc:
+    index: int           # 0-based flow id; runs between s<index+1> and r<index+1>
+    kernel_name: str | None
+    protocol: str
+    start_s: float
+    duration_s: float
+    interval_s: float
+    rate_bps: float | None
+    out_path: Path
+    err_path: Path
+    server: subprocess.Popen | None = None
+    client: subprocess.Popen | None = None
+    started_at: float | None = None
+    ss_algorithms: list | None = None  # what `ss -ti` showed on the sender's sockets
+    default_cc_set: bool = False
+    ss_tries: int = 0
+
+    @property
+    def pair(self) -> int:
+        return self.index + 1
+
+    def start_server(self, topo: topology.Topology) -> None:
+        self.server = host.spawn(["iperf3", "-s", "-1", "-p", PORT], ns=topo.ns(f"r{self.pair}"),
+                                 stderr=open(self.err_path.with_suffix(".server.log"), "wb"))
+
+    def start_client(self, topo: topology.Topology) -> None:
+        args = ["iperf3", "-c", topology.receiver_ip(self.pair), "-p", PORT, "-J",
+                "-t", f"{self.duration_s:g}", "-i", f"{self.interval_s:g}", "--connect-timeout", "3000"]
+        if self.protocol == "udp":
+            args += ["-u", "-b", f"{int(self.rate_bps or 1e9)}"]
+        else:
+            args += ["-C", self.kernel_name]
+        self.started_at = time.monotonic()
+        self.client = host.spawn(args, ns=topo.ns(f"s{self.pair}"),
+                                 stdout=open(self.out_path, "wb"), stderr=open(self.err_path, "wb"))
+
+    def stop(self) -> None:
+        for proc in (self.client, self.server):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def wait_listening(topo: topology.Topology, pairs: list[int], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    for pair in pairs:
+        while True:
+            out = host.run(["ss", "-Hltn", f"sport = :{PORT}"], ns=topo.ns(f"r{pair}"), check=False)
+            if out.stdout.strip():
+                break
+            if time.monotonic() > deadline:
+                raise BackendError(f"iperf3 server on r{pair} is not listening after {timeout} s")
+            time.sleep(0.02)
+
+
+def describe_exit(proc: subprocess.Popen) -> str:
+    rc = proc.returncode
+    return f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exit status {rc}"
+
+
+def parse(flow: FlowProc) -> dict:
+    """Columnar samples and a summary from the client's JSON."""
+    try:
+        data = json.loads(flow.out_path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise BackendError(f"flow {flow.index}: iperf3 JSON {flow.out_path.name} unreadable: {err}") from None
+    if "error" in data:
+        raise BackendError(f"flow {flow.index}: iperf3 reported: {data['error']}")
+    cols = {k: [] for k in ("t_s", "bytes", "throughput_bps", "cwnd_bytes", "rtt_us", "retransmits")}
+    for interval in data.get("intervals", []):
+        s = interval["streams"][0]
+        t = round(float(s["end"]), 6)
+        if cols["t_s"] and t <= cols["t_s"][-1]:
+            continue  # iperf3 occasionally repeats an end time; keep time strictly increasing
+        cols["t_s"].append(t)
+        cols["bytes"].append(s["bytes"])
+        cols["throughput_bps"].append(s["bits_per_second"])
+        cols["cwnd_bytes"].append(s.get("snd_cwnd"))
+        cols["rtt_us"].append(s.get("rtt"))
+        cols["retransmits"].append(s.get("retransmits"))
+    end = data.get("end", {})
+    streams = end.get("streams") or [{}]
+    sender = streams[0].get("sender") or streams[0].get("udp") or {}
+    summary = {
+        "bytes": sender.get("bytes", sum(cols["bytes"])),
+        "mean_throughput_bps": sender.get("bits_per_second", 0.0),
+        "retransmits": sender.get("retransmits"),
+        "min_rtt_us": sender.get("min_rtt"), "mean_rtt_us": sender.get("mean_rtt"),
+        "max_rtt_us": sender.get("max_rtt"), "max_cwnd_bytes": sender.get("max_snd_cwnd"),
+    }
+    if flow.protocol == "udp":
+        summary["lost_packets"] = sender.get("lost_packets")
+    return {"samples": cols, "summary": summary,
+            "verified": end.get("sender_tcp_congestion"),
+            "receiver_cc": end.get("receiver_tcp_congestion"),
+            "iperf3_version": data.get("start", {}).get("version")}

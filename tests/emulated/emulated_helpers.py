@@ -1,0 +1,46 @@
+"""Helpers shared by the emulated-backend tests."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+# the console script (python -m tcpeval.cli would load tcpeval.cli twice: as __main__ and
+# as tcpeval.cli, with two UserError classes)
+TCPEVAL = [str(Path(sys.executable).parent / "tcpeval")]
+
+
+def run_id_of(run_dir: Path) -> str | None:
+    """The run id a run logged ("run 1a2b3c: ...")."""
+    try:
+        m = re.search(r"\] run ([0-9a-f]{6}):", (run_dir / "run.log").read_text())
+    except OSError:
+        return None
+    return m.group(1) if m else None
+
+
+def leftovers_of(run_id: str) -> dict:
+    """Namespaces, processes inside them, state file, of one run."""
+    from tcpeval.backends.emulated import host
+    ns = [n for n in host.list_netns() if n.startswith(f"tev{run_id}-")]
+    procs = []
+    for n in ns:
+        procs += host.run(["ip", "netns", "pids", n], check=False).stdout.split()
+    state = (host.STATE_DIR / f"{run_id}.json").exists()
+    return {"namespaces": ns, "processes": procs, "state_file": state}
+
+
+def nothing_left(run_id: str) -> bool:
+    return leftovers_of(run_id) == {"namespaces": [], "processes": [], "state_file": False}
+
+
+def tcpeval_cmd(*args: str) -> list[str]:
+    return TCPEVAL + list(args)
+
+
+def env() -> dict:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(REPO / "src") + os.pathsep + e.get("PYTHONPATH", "")
+    return e

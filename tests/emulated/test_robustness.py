@@ -1,0 +1,139 @@
+"""Kill a run at any point: nothing is left behind, no trace is written, a rerun works.
+Also: the not-root error, and the host lock."""
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tcpeval.backends.emulated import host
+
+from emulated_helpers import env, leftovers_of, nothing_left, run_id_of, tcpeval_cmd
+
+pytestmark = pytest.mark.root
+
+ARGS = ["--variant", "cubic", "--impl", "native", "--rtt", "2", "--drop", "0", "--rate", "300M",
+        "--quiet"]
+
+
+def start_run(out: Path, duration: float = 20) -> subprocess.Popen:
+    return subprocess.Popen(tcpeval_cmd("run", *ARGS, "--duration", str(duration), "--out", str(out)),
+                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_traffic(out: Path, proc: subprocess.Popen, timeout: float = 120) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        log = (out / "run.log").read_text() if (out / "run.log").exists() else ""
+        if "flow 0 started" in log:
+            time.sleep(0.5)
+            return run_id_of(out)
+        if proc.poll() is not None:
+            pytest.fail(f"run ended early: {proc.communicate()}")
+        time.sleep(0.1)
+    pytest.fail("traffic never started")
+
+
+def iperf3_pids(run_id: str) -> list[int]:
+    pids = []
+    for ns in leftovers_of(run_id)["namespaces"]:
+        for pid in host.run(["ip", "netns", "pids", ns], check=False).stdout.split():
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "iperf3":
+                    pids.append(int(pid))
+            except OSError:
+                pass
+    return pids
+
+
+def test_sigint_runner_leaves_nothing(tmp_path):
+    proc = start_run(tmp_path)
+    rid = wait_for_traffic(tmp_path, proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert not (tmp_path / "trace.json").exists()
+    assert "interrupted" in (tmp_path / "run.log").read_text()
+    assert nothing_left(rid), leftovers_of(rid)
+
+
+def test_sigkill_iperf3_fails_run_cleanly(tmp_path):
+    proc = start_run(tmp_path)
+    rid = wait_for_traffic(tmp_path, proc)
+    pids = iperf3_pids(rid)
+    assert pids
+    os.kill(pids[-1], signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, (out, err)
+    log = (tmp_path / "run.log").read_text()
+    assert "killed by signal 9" in log
+    assert not (tmp_path / "trace.json").exists()
+    assert nothing_left(rid), leftovers_of(rid)
+
+
+def test_sigkill_runner_then_next_run_cleans_up(tmp_path):
+    first = tmp_path / "first"
+    proc = start_run(first)
+    rid = wait_for_traffic(first, proc)
+    proc.kill()
+    proc.wait()
+    time.sleep(0.5)
+    left = leftovers_of(rid)
+    # children die with the runner (PR_SET_PDEATHSIG); the namespaces await the next run
+    assert left["processes"] == [], left
+    assert left["namespaces"] and left["state_file"]
+    assert not (first / "trace.json").exists()
+    second = tmp_path / "second"
+    rerun = subprocess.run(tcpeval_cmd("run", *ARGS, "--duration", "1", "--out", str(second)),
+                           env=env(), capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (second / "trace.json").exists()
+    assert nothing_left(rid), leftovers_of(rid)
+    assert f"dead run {rid}" in (second / "run.log").read_text()
+
+
+def test_cleanup_command_removes_dead_run(tmp_path):
+    proc = start_run(tmp_path)
+    rid = wait_for_traffic(tmp_path, proc)
+    proc.kill()
+    proc.wait()
+    res = subprocess.run(tcpeval_cmd("cleanup"), env=env(), capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert nothing_left(rid), leftovers_of(rid)
+
+
+def test_not_root_fails_before_creating_anything(tmp_path):
+    if subprocess.run(["which", "setpriv"], capture_output=True).returncode != 0:
+        pytest.skip("setpriv not available")
+    before = set(host.list_netns())
+    out = tmp_path / "out"
+    os.chmod(tmp_path, 0o777)
+    res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+                         + tcpeval_cmd("run", *ARGS, "--duration", "1", "--out", str(out)),
+                         env=env(), capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert "needs root" in res.stderr
+    assert set(host.list_netns()) == before
+    assert not out.exists()
+
+
+def test_lock_prevents_concurrent_runs(tmp_path):
+    fd = os.open(host.LOCK_PATH, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        # wait until no one else (another engineer's test) holds it, then hold it ourselves
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        before = set(host.list_netns())
+        res = subprocess.run(tcpeval_cmd("run", *ARGS, "--duration", "1", "--out", str(tmp_path),
+                                         "--lock-timeout", "1"),
+                             env=env(), capture_output=True, text=True, timeout=60)
+        assert res.returncode == 1
+        assert "another experiment holds" in res.stderr + (tmp_path / "run.log").read_text()
+        assert set(host.list_netns()) == before
+        assert not (tmp_path / "trace.json").exists()
+    finally:
+        os.close(fd)

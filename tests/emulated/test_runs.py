@@ -1,0 +1,77 @@
+"""Short real runs: a valid trace, the fidelity verdict, drop rate and RTT honoured."""
+from __future__ import annotations
+
+import pytest
+
+from tcpeval import trace
+from tcpeval.backends.emulated import fidelity
+from tcpeval.spec import adhoc_condition
+
+from emulated_helpers import nothing_left, run_id_of
+
+pytestmark = pytest.mark.root
+
+# Low rate: the runs must not depend on how busy the (shared) host is.
+RATE = 200e6
+
+
+@pytest.mark.parametrize("variant", ["reno", "cubic"])
+def test_short_run_writes_ok_trace(backend, tmp_path, variant):
+    cond = adhoc_condition([variant], 6.2, 0.0, 3.0, impl="native", rate_bps=RATE, seed=3)
+    record = backend.run(cond, tmp_path)
+    on_disk = trace.read_trace(tmp_path)  # validates against the schema
+    assert on_disk["condition"] == cond.to_dict()
+    assert record["fidelity"]["verdict"] == "ok", record["fidelity"]["reasons"]
+    flow = on_disk["flows"][0]
+    assert flow["cc"]["requested"] == flow["cc"]["verified"] == variant
+    assert len(flow["samples"]["t_s"]) >= 25  # 0.1 s intervals over 3 s
+    assert flow["summary"]["mean_throughput_bps"] > 0.5 * RATE
+    assert on_disk["mechanisms"]["drop"] == "bpf-tc"
+    assert on_disk["mechanisms"]["delay"] in ("netem", "tevdelay-afpacket")
+    for name in ("iperf3-flow0.json", "run.log"):
+        assert (tmp_path / name).exists()
+    assert nothing_left(run_id_of(tmp_path))
+
+
+def test_drop_rate_matches_p(backend, tmp_path):
+    p = 1e-3
+    cond = adhoc_condition(["cubic"], 2.0, p, 3.0, impl="native", rate_bps=RATE, seed=11)
+    record = backend.run(cond, tmp_path)
+    drop = record["measured"]["drop"]
+    assert drop["seen"] * p >= fidelity.MIN_EXPECTED_DROPS  # the check is actually performed
+    lo, hi = drop["ci95"]
+    assert lo <= p <= hi, drop
+    assert drop["check"] == "ok"
+
+
+def test_rtt_setting_honoured(backend, tmp_path):
+    cond = adhoc_condition(["cubic"], 12.2, 0.0, 2.0, impl="native", rate_bps=RATE, seed=5)
+    record = backend.run(cond, tmp_path)
+    tol = fidelity.rtt_tolerance_ms(12.2)
+    assert abs(record["measured"]["rtt_ms"] - 12.2) <= tol
+    # what TCP itself saw: its minimum smoothed RTT cannot undercut the setting
+    min_rtt_ms = record["flows"][0]["summary"]["min_rtt_us"] / 1000
+    assert min_rtt_ms >= 12.2 - tol, min_rtt_ms
+    assert record["measured"]["base_rtt_ms"] < 12.2
+
+
+def test_two_flows_with_offset(backend, tmp_path):
+    cond = adhoc_condition(["reno", "cubic"], 2.0, 0.0, 3.0, starts=[0.0, 1.0], impl="native",
+                           rate_bps=RATE, seed=9)
+    record = backend.run(cond, tmp_path)
+    flows = record["flows"]
+    assert [f["cc"]["verified"] for f in flows] == ["reno", "cubic"]
+    assert flows[1]["start_s"] == 1.0
+    # the late flow runs for duration - offset
+    assert flows[1]["samples"]["t_s"][-1] == pytest.approx(2.0, abs=0.15)
+    assert record["mechanisms"]["topology"]["bridged"] is True
+    assert nothing_left(run_id_of(tmp_path))
+
+
+def test_refuses_to_overwrite(backend, tmp_path):
+    from tcpeval.backends.base import BackendError
+    (tmp_path / "trace.json").write_text("{}")
+    cond = adhoc_condition(["reno"], 1.0, 0.0, 1.0, impl="native", rate_bps=RATE)
+    with pytest.raises(BackendError, match="refusing to overwrite"):
+        backend.run(cond, tmp_path)
+    assert (tmp_path / "trace.json").read_text() == "{}"
