@@ -1,0 +1,21 @@
+"""The six Linux 3.16 congestion-control ports: build, load, parameters, verification.
+
+One C source per algorithm (cc/src/<variant>316.c) builds as a BPF struct_ops
+object (loaded here), a kernel module (build_modules) and a userspace library for
+the unit harness (build_host).
+"""
+from ._build import build, build_host, build_modules, check_host, host_status, kernel_headers
+from ._common import (CCError, HostError, IMPLS, UnknownVariantError, VARIANTS,
+                      available_algorithms, kernel_name, source_sha256)
+from ._load import CCHandle, loaded
+from ._params import parameters
+from ._verify import (set_socket_algorithm, socket_algorithm, ss_algorithms,
+                      verify_flows, verify_socket_algorithm)
+
+__all__ = [
+    "VARIANTS", "IMPLS", "CCError", "HostError", "UnknownVariantError", "CCHandle",
+    "build", "build_host", "build_modules", "check_host", "host_status", "kernel_headers",
+    "loaded", "parameters", "kernel_name", "source_sha256", "available_algorithms",
+    "socket_algorithm", "set_socket_algorithm", "verify_socket_algorithm",
+    "ss_algorithms", "verify_flows",
+]

@@ -1,0 +1,78 @@
+"""Shared names, paths and errors of tcpeval.cc."""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic")
+IMPLS = ("port", "native")
+SUFFIX = "316"
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+CC_DIR = REPO_ROOT / "cc"
+SHIM = CC_DIR / "include" / "cc316.h"
+
+
+class CCError(RuntimeError):
+    """Anything that prevents building, loading or verifying a port."""
+
+
+class UnknownVariantError(CCError, ValueError):
+    """A variant (or implementation) name outside the allowed set."""
+
+
+class HostError(CCError):
+    """The host lacks something a port needs (privileges, BTF, struct_ops, tools)."""
+
+
+def check_variant(variant: str) -> str:
+    if variant not in VARIANTS:
+        raise UnknownVariantError(
+            f"unknown variant {variant!r}; allowed: {', '.join(VARIANTS)}")
+    return variant
+
+
+def check_impl(impl: str) -> str:
+    if impl not in IMPLS:
+        raise UnknownVariantError(f"unknown impl {impl!r}; allowed: {', '.join(IMPLS)}")
+    return impl
+
+
+def kernel_name(variant: str, impl: str = "port") -> str:
+    """The name the kernel knows: 'bic316' for a port, the plain name for native."""
+    check_variant(variant)
+    return variant + SUFFIX if check_impl(impl) == "port" else variant
+
+
+def source_path(variant: str) -> Path:
+    return CC_DIR / "src" / f"{check_variant(variant)}{SUFFIX}.c"
+
+
+def default_build_dir() -> Path:
+    """build/cc under the repo root, or $TCPEVAL_BUILD/cc."""
+    env = os.environ.get("TCPEVAL_BUILD")
+    return (Path(env) if env else REPO_ROOT / "build") / "cc"
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def source_sha256(variant: str) -> str:
+    """Digest of everything a port is compiled from: the shim, then its source."""
+    h = hashlib.sha256()
+    for p in (SHIM, source_path(variant)):
+        data = p.read_bytes()
+        h.update(f"{p.name}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def available_algorithms() -> list[str]:
+    """The host's tcp_available_congestion_control (namespaces share it)."""
+    try:
+        text = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text()
+    except OSError as err:
+        raise HostError(f"cannot read tcp_available_congestion_control: {err}") from err
+    return text.split()

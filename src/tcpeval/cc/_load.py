@@ -1,0 +1,218 @@
+"""Registering a port (BPF struct_ops link held by tevcc-loader) or using a native one."""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ._build import bpf_object, build, check_host, loader_path
+from ._common import (CCError, available_algorithms, check_impl, check_variant,
+                      kernel_name, sha256_file, source_sha256)
+
+STATE_DIR = Path("/run/tcpeval-cc")
+READY_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True)
+class CCHandle:
+    variant: str
+    impl: str
+    kernel_name: str
+    object_sha256: str | None
+    source_sha256: str | None
+    hz: int | None
+    owner_pid: int | None = None  # pid of the loader holding the registration
+    shared: bool = False          # True: another tcpeval process registered it
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in
+                ("variant", "impl", "kernel_name", "object_sha256", "source_sha256", "hz")}
+
+
+class _Registration:
+    def __init__(self, handle: CCHandle, proc: subprocess.Popen | None):
+        self.handle = handle
+        self.proc = proc
+        self.count = 0
+
+
+_lock = threading.Lock()
+_active: dict[str, _Registration] = {}  # kernel name -> registration made by this process
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _state_file(name: str) -> Path:
+    return STATE_DIR / f"{name}.json"
+
+
+def _read_state(name: str) -> dict | None:
+    try:
+        return json.loads(_state_file(name).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _wait_gone(name: str, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while name in available_algorithms():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _start_loader(variant: str, hz: int) -> _Registration:
+    name = kernel_name(variant)
+    out = build()
+    obj = bpf_object(variant, out)
+    handle_kw = dict(variant=variant, impl="port", kernel_name=name,
+                     object_sha256=sha256_file(obj), source_sha256=source_sha256(variant), hz=hz)
+
+    if name in available_algorithms():
+        # Someone else registered it. Share it only if it is a live tcpeval loader of
+        # the very same object and HZ; never touch it either way.
+        st = _read_state(name)
+        if (st and _pid_alive(st.get("pid", -1)) and st.get("hz") == hz
+                and st.get("object_sha256") == handle_kw["object_sha256"]):
+            return _Registration(CCHandle(**handle_kw, owner_pid=st["pid"], shared=True), None)
+        detail = (f"by tcpeval loader pid {st.get('pid')} with hz={st.get('hz')}, "
+                  f"object {str(st.get('object_sha256'))[:12]}" if st else "by another program")
+        raise CCError(f"{name} is already registered {detail}; it differs from the request "
+                      f"(hz={hz}, object {handle_kw['object_sha256'][:12]}) and will not be touched")
+
+    # Own session: a terminal's SIGINT must not unregister behind our back; the
+    # pipe on stdin ends the loader (and the registration) when we exit.
+    proc = subprocess.Popen([str(loader_path(out)), str(obj), str(hz)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    line = b""
+    if sel.select(timeout=READY_TIMEOUT):
+        line = proc.stdout.readline()
+    sel.close()
+    if not line.startswith(b"ready "):
+        _stop(proc)
+        err = proc.stderr.read().decode(errors="replace").strip()
+        raise CCError(f"registering {name} failed (loader exit {proc.returncode}): "
+                      f"{err[-2000:] or 'no ready line within %.0f s' % READY_TIMEOUT}")
+    reg = _Registration(CCHandle(**handle_kw, owner_pid=proc.pid), proc)
+    try:
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        _state_file(name).write_text(json.dumps(
+            {"pid": proc.pid, "hz": hz, "object_sha256": handle_kw["object_sha256"],
+             "source_sha256": handle_kw["source_sha256"], "runner_pid": os.getpid()}))
+    except OSError:
+        pass  # the state file only enables sharing; registration does not need it
+    return reg
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    try:
+        if proc.stdin:
+            proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _release(reg: _Registration) -> None:
+    name = reg.handle.kernel_name
+    if reg.proc is None:
+        return  # shared: not ours to unregister
+    _stop(reg.proc)
+    st = _read_state(name)
+    if st and st.get("pid") == reg.proc.pid:
+        try:
+            _state_file(name).unlink()
+        except OSError:
+            pass
+    if not _wait_gone(name):
+        raise CCError(f"{name} still listed in tcp_available_congestion_control after unload")
+
+
+@contextmanager
+def _sigterm_as_exit():
+    """Turn SIGTERM into SystemExit so the finally clauses unregister."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextmanager
+def loaded(variant: str, impl: str = "port", hz: int = 250) -> Iterator[CCHandle]:
+    """Make `variant` available to sockets for the duration of the block.
+
+    impl="port": register <variant>316 (BPF struct_ops) with emulated HZ `hz`;
+    nested/repeated use in one process shares one registration (reference count);
+    the registration ends when the last block exits, on exceptions, SIGINT and
+    SIGTERM, and (via the loader's link fd) even if this process is killed.
+    impl="native": the host's own algorithm under its plain name, if available.
+    """
+    check_variant(variant)
+    check_impl(impl)
+    if impl == "native":
+        avail = available_algorithms()
+        if variant not in avail:
+            raise CCError(f"native {variant!r} is not available on this host "
+                          f"(tcp_available_congestion_control: {' '.join(avail)}); "
+                          f"use impl='port' for {kernel_name(variant)}")
+        yield CCHandle(variant, "native", variant, None, None, None)
+        return
+    if not isinstance(hz, int) or isinstance(hz, bool) or not 1 <= hz <= 100000:
+        raise CCError(f"hz must be an integer in [1, 100000], got {hz!r}")
+    check_host()
+    name = kernel_name(variant)
+    with _sigterm_as_exit():
+        with _lock:
+            reg = _active.get(name)
+            if reg is not None and reg.handle.hz != hz:
+                raise CCError(f"{name} is already loaded by this process with hz={reg.handle.hz}; "
+                              f"cannot load it with hz={hz} at the same time")
+            if reg is None:
+                reg = _start_loader(variant, hz)
+                _active[name] = reg
+            reg.count += 1
+        try:
+            yield reg.handle
+        finally:
+            with _lock:
+                reg.count -= 1
+                if reg.count == 0:
+                    del _active[name]
+                    _release(reg)

@@ -1,0 +1,115 @@
+"""Drive a port's host build (cc/src compiled with CC_TARGET_HOST) with synthetic
+ACK and loss sequences, calling the callbacks in the order a 6.x stack does."""
+from __future__ import annotations
+
+import ctypes as C
+from functools import lru_cache
+from pathlib import Path
+
+INFINITE_SSTHRESH = 0x7FFFFFFF
+OPEN, DISORDER, CWR, RECOVERY, LOSS = range(5)
+
+
+class Sock(C.Structure):  # mirrors the host struct in cc/include/cc316.h
+    _fields_ = [("icsk_ca_priv", C.c_uint64 * 13), ("icsk_ca_state", C.c_uint8),
+                ("is_cwnd_limited", C.c_uint8), ("_pad", C.c_uint8 * 2),
+                ("snd_cwnd", C.c_uint32), ("snd_cwnd_cnt", C.c_uint32),
+                ("snd_ssthresh", C.c_uint32), ("snd_cwnd_clamp", C.c_uint32),
+                ("snd_nxt", C.c_uint32), ("max_packets_out", C.c_uint32),
+                ("_pad2", C.c_uint32), ("tcp_mstamp", C.c_uint64)]
+
+
+class AckSample(C.Structure):
+    _fields_ = [("pkts_acked", C.c_uint32), ("rtt_us", C.c_int32), ("in_flight", C.c_uint32)]
+
+
+SK = C.POINTER(Sock)
+
+
+class Ops(C.Structure):
+    _fields_ = [("ssthresh", C.CFUNCTYPE(C.c_uint32, SK)),
+                ("cong_avoid", C.CFUNCTYPE(None, SK, C.c_uint32, C.c_uint32)),
+                ("set_state", C.CFUNCTYPE(None, SK, C.c_uint8)),
+                ("pkts_acked", C.CFUNCTYPE(None, SK, C.POINTER(AckSample))),
+                ("undo_cwnd", C.CFUNCTYPE(C.c_uint32, SK)),
+                ("init", C.CFUNCTYPE(None, SK)),
+                ("name", C.c_char_p)]
+
+
+@lru_cache(maxsize=None)
+def library(build_dir: Path, variant: str):
+    lib = C.CDLL(str(Path(build_dir) / "host" / f"lib{variant}316.so"))
+    lib.cc_host_sock_size.restype = C.c_size_t
+    assert lib.cc_host_sock_size() == C.sizeof(Sock), "host struct layout mismatch"
+    return lib
+
+
+class Sim:
+    """One connection. Time in microseconds; sequence numbers count packets."""
+
+    def __init__(self, build_dir, variant, hz=250, cwnd=10, ssthresh=INFINITE_SSTHRESH,
+                 now_us=10_000_000):
+        self.lib = library(build_dir, variant)
+        C.c_uint.in_dll(self.lib, "cc_hz").value = hz
+        self.ops = Ops.in_dll(self.lib, "cc_ops")
+        self.sk = Sock()
+        self.p = C.pointer(self.sk)
+        s = self.sk
+        s.snd_cwnd, s.snd_ssthresh, s.snd_cwnd_clamp = cwnd, ssthresh, 0xFFFFFFFF // 128
+        s.is_cwnd_limited, s.tcp_mstamp = 1, now_us
+        self.una = 0
+        s.snd_nxt = cwnd
+        self.ops.init(self.p)
+
+    def param(self, name):
+        return C.c_int.in_dll(self.lib, f"cc_param_{name}").value
+
+    @property
+    def cwnd(self):
+        return self.sk.snd_cwnd
+
+    @property
+    def ssthresh(self):
+        return self.sk.snd_ssthresh
+
+    def ca(self, ctype):
+        return ctype.from_buffer(self.sk.icsk_ca_priv)
+
+    def ack(self, pkts=1, rtt_us=-1, dt_us=0):
+        """One ACK for `pkts` packets: pkts_acked, then cong_avoid (6.x order)."""
+        s = self.sk
+        s.tcp_mstamp += int(dt_us)
+        self.una += pkts
+        s.max_packets_out = s.snd_cwnd
+        if self.ops.pkts_acked:
+            self.ops.pkts_acked(self.p, C.byref(AckSample(pkts, int(rtt_us), s.snd_cwnd)))
+        if s.icsk_ca_state == OPEN:
+            self.ops.cong_avoid(self.p, self.una, pkts)
+        if self.una + s.snd_cwnd > s.snd_nxt:  # keep the window full
+            s.snd_nxt = self.una + s.snd_cwnd
+
+    def rtt(self, rtt_us, pkts_per_ack=1, rtt_sample_us=None):
+        """A round trip: one window of ACKs spread evenly over rtt_us."""
+        n = max(1, self.cwnd // pkts_per_ack)
+        for _ in range(n):
+            self.ack(pkts_per_ack, rtt_us if rtt_sample_us is None else rtt_sample_us,
+                     rtt_us / n)
+
+    def loss(self):
+        """Fast recovery as the stack does it: ssthresh hook, counter reset, the
+        Recovery state, and (after recovery) cwnd = ssthresh back in Open."""
+        s = self.sk
+        prior = s.snd_cwnd
+        s.snd_ssthresh = self.ops.ssthresh(self.p)
+        s.snd_cwnd_cnt = 0
+        if self.ops.set_state:
+            self.ops.set_state(self.p, RECOVERY)
+        s.icsk_ca_state = RECOVERY
+        s.snd_cwnd = s.snd_ssthresh
+        if self.ops.set_state:
+            self.ops.set_state(self.p, OPEN)
+        s.icsk_ca_state = OPEN
+        return prior, s.snd_ssthresh
+
+    def undo(self):
+        return self.ops.undo_cwnd(self.p)
