@@ -61,7 +61,7 @@ def main(argv=None) -> int:
                 m = rec["measured"]
                 dl = m.get("delay_line") or {}
                 fwd = dl.get("forwarded") or 0
-                from tcpeval.backends.emulated.fidelity import late_frames
+                from tcpeval.backends.fidelity import late_frames
                 point = {"flows": flows, "rtt_ms": rtt, "steady_bps": m["steady_throughput_bps"],
                          "mean_bps": m["bottleneck_rate_bps"], "rtt_measured_ms": m["rtt_ms"],
                          "cpu_busy": m["cpu_busy"], "loadavg_before": la,

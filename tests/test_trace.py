@@ -1,6 +1,5 @@
 """The trace contract: validation names the field, writes are atomic and never overwrite."""
 import copy
-import json
 import os
 
 import pytest

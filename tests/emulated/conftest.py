@@ -2,11 +2,7 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tcpeval import trace
-from tcpeval.backends.emulated import fidelity
+from tcpeval.backends import fidelity
 from tcpeval.spec import adhoc_condition
 
 from emulated_helpers import nothing_left, run_id_of

@@ -1,10 +1,18 @@
 # Configuration, the design and the campaign's run list, shared by every rule file.
+import os
+import sys
+from pathlib import Path
+
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 from tcpeval import paths, spec
 
 min_version("9.0")
+
+# Rules call the `tcpeval` CLI installed beside the Python that runs Snakemake (.venv/bin),
+# whether or not that environment is activated.
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
 configfile: "config/config.yaml"

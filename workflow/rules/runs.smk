@@ -1,7 +1,9 @@
 # One job per run: the condition is read back from the path, so any run path of the
 # design is a valid target (snakemake data/raw/<backend>/<campaign>/.../trace.json).
 # Network runs hold the `net` resource; the default profile has one, which serialises
-# them (concurrent emulated runs would disturb each other), while analysis jobs run in parallel.
+# them. An emulated run also claims every local core: its traffic, delay line and
+# switch share this host's CPUs, so an analysis job beside it would distort the
+# measurement. Testbed runs only drive remote hosts and leave the cores to the analysis.
 
 RUN_PATTERN = (
     f"{RAW_DIR}/{{backend}}/{{campaign}}/{{criterion}}/{{variants}}"
@@ -17,6 +19,7 @@ rule run:
     params:
         design=config["design"],
         raw_dir=RAW_DIR,
+    threads: workflow.cores if BACKEND == "emulated" else 1
     resources:
         net=1,
     shell:

@@ -18,7 +18,6 @@ import json
 import os
 import statistics
 import subprocess
-import time
 from pathlib import Path
 
 from tcpeval.backends.base import BackendError

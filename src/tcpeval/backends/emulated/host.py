@@ -9,7 +9,6 @@ recorded in /run/tcpeval/<id>.json *before* anything is created, so a later run 
 from __future__ import annotations
 
 import ctypes
-import errno
 import fcntl
 import json
 import os
@@ -18,7 +17,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 

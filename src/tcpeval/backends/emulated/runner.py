@@ -12,13 +12,11 @@ Any failure or signal tears everything down; run.log says why and no trace is wr
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import os
 import platform
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -28,33 +26,11 @@ from pathlib import Path
 
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated import calibrate as calib
-from tcpeval.backends.emulated import ccadapter, delay, fidelity, host, topology, traffic
-from tcpeval.backends.emulated.build import REPO_ROOT, Artifacts, ensure_built
+from tcpeval.backends import common, fidelity
+from tcpeval.backends.emulated import ccadapter, delay, host, topology, traffic
+from tcpeval.backends.emulated.build import Artifacts, ensure_built
 from tcpeval.backends.emulated.dropctl import BpfDropper
 
-# The paper's host settings (Sec. IV), inside the endpoint namespaces only.
-PAPER_SYSCTLS = {
-    "net.ipv4.tcp_window_scaling": 1,
-    "net.ipv4.tcp_timestamps": 0,
-    "net.ipv4.tcp_sack": 1,
-    "net.ipv4.tcp_rmem": "4096 131072 1073741824",   # max 1 GiB
-    "net.ipv4.tcp_wmem": "4096 16384 1073741824",
-    "net.ipv4.tcp_no_metrics_save": 1,
-}
-# Linux 3.16-like stack behaviour, overridable per condition (Condition.stack):
-# no RACK loss detection (3.16 predates it), the 3.16 TSQ limit of 128 KB.
-STACK_316 = {
-    "net.ipv4.tcp_recovery": 0,
-    "net.ipv4.tcp_limit_output_bytes": 131072,
-}
-RECORDED_SYSCTLS = sorted(set(PAPER_SYSCTLS) | set(STACK_316) | {
-    "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
-    "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_ecn", "net.ipv4.tcp_frto",
-    "net.ipv4.tcp_early_retrans", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_autocorking",
-    "net.ipv4.tcp_moderate_rcvbuf", "net.ipv4.tcp_pacing_ss_ratio", "net.ipv4.tcp_pacing_ca_ratio",
-    "net.ipv4.tcp_min_tso_segs", "net.ipv4.tcp_adv_win_scale", "net.ipv4.tcp_mtu_probing",
-    "net.ipv4.tcp_comp_sack_nr", "net.ipv4.tcp_thin_linear_timeouts", "net.ipv4.tcp_dsack",
-    "net.ipv4.tcp_fack", "net.ipv4.tcp_reordering"})
 # Host-global: read and recorded, never changed (autotuning needs no rmem_max; iperf3
 # is run without -w).
 HOST_SYSCTLS = ["net.core.rmem_max", "net.core.wmem_max", "net.core.netdev_max_backlog",
@@ -88,10 +64,6 @@ def _signals_unwind():
             signal.signal(s, h)
 
 
-def _now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
-
-
 def _cpu_times() -> tuple[int, int]:
     parts = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     idle = parts[3] + parts[4]
@@ -116,19 +88,6 @@ def _softnet_drops() -> int:
     return total
 
 
-def _git_revision() -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0:
-        return None
-    dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
-    return out.stdout.strip() + ("-dirty" if dirty else "")
-
-
 def tool_versions() -> dict:
     return {
         "iperf3": host.tool_version(["iperf3", "--version"]),
@@ -140,33 +99,6 @@ def tool_versions() -> dict:
         "ethtool": host.tool_version(["ethtool", "--version"]),
         "python": platform.python_version(),
     }
-
-
-def _tcpeval_version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("tcpeval")
-    except Exception:  # noqa: BLE001 - not installed as a distribution
-        return "0+unknown"
-
-
-class RunLog:
-    """run.log plus optional progress on stderr."""
-
-    def __init__(self, path: Path, progress: bool, prefix: str):
-        self.path, self.progress, self.prefix = path, progress, prefix
-        self.handle = open(path, "w")
-        self.t0 = time.monotonic()
-
-    def __call__(self, msg: str) -> None:
-        line = f"[{time.monotonic() - self.t0:7.2f}s] {msg}"
-        self.handle.write(line + "\n")
-        self.handle.flush()
-        if self.progress:
-            print(f"{self.prefix}: {msg}", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        self.handle.close()
 
 
 @dataclass
@@ -233,7 +165,7 @@ class EmulatedBackend:
         if target.exists() and not force:
             raise BackendError(f"{target} exists; refusing to overwrite a raw trace (use --force)")
         run_dir.mkdir(parents=True, exist_ok=True)
-        log = RunLog(run_dir / "run.log", self.progress, prefix=str(run_dir))
+        log = common.RunLog(run_dir / "run.log", self.progress, prefix=str(run_dir))
         try:
             with _signals_unwind():
                 art = ensure_built(log)
@@ -241,7 +173,7 @@ class EmulatedBackend:
                     host.cleanup_stale(holding_lock=True, log=log)
                     plan = self._plan(condition, art, log)
                     record = self._execute(condition, run_dir, plan, art, log)
-                record["run"]["path"] = _display_path(run_dir)
+                record["run"]["path"] = common.display_path(run_dir)
                 if force and target.exists():
                     log(f"--force: replacing {target}")
                 trace_mod.write_trace(run_dir, record, force=force)
@@ -291,7 +223,7 @@ class EmulatedBackend:
                         background_loss=0.0, duration_s=dur, interval_s=0.5, flows=list(cond.flows),
                         stack=self._stack(cond), hz=250, host_capacity_bps=None, calibration=None,
                         rate_source="unshaped (calibration)")
-            runlog = RunLog(run_dir / "run.log", False, "unshaped")
+            runlog = common.RunLog(run_dir / "run.log", False, "unshaped")
             try:
                 return self._execute(cond, run_dir, plan, art, runlog)
             finally:
@@ -303,7 +235,7 @@ class EmulatedBackend:
         return calib.calibrate(self._unshaped_executor(art), art.hashes, duration_s=duration_s, log=log)
 
     def _stack(self, condition) -> dict:
-        return {**PAPER_SYSCTLS, **STACK_316, **(condition.stack or {})}
+        return {**common.PAPER_SYSCTLS, **common.STACK_316, **(condition.stack or {})}
 
     def _plan(self, condition, art: Artifacts, log) -> Plan:
         cal = calib.load(art.hashes)
@@ -327,7 +259,7 @@ class EmulatedBackend:
                     host_capacity_bps=capacity, calibration=cal, rate_source=source)
 
     def _execute(self, condition, run_dir: Path, plan: Plan, art: Artifacts, log) -> dict:
-        started_at = _now_iso()
+        started_at = common.now_iso()
         run_id = host.new_run_id()
         pairs = len(plan.flows)
         topo = topology.Topology(run_id, pairs)
@@ -418,8 +350,8 @@ class EmulatedBackend:
                             topo.ns(f"s{fp.pair}"), {"net.ipv4.tcp_congestion_control": fp.kernel_name},
                             strict=False))
                 for i in range(1, pairs + 1):
-                    endpoint_sysctls[f"s{i}"] = topology.read_sysctls(topo.ns(f"s{i}"), RECORDED_SYSCTLS)
-                    endpoint_sysctls[f"r{i}"] = topology.read_sysctls(topo.ns(f"r{i}"), RECORDED_SYSCTLS)
+                    endpoint_sysctls[f"s{i}"] = topology.read_sysctls(topo.ns(f"s{i}"), common.RECORDED_SYSCTLS)
+                    endpoint_sysctls[f"r{i}"] = topology.read_sysctls(topo.ns(f"r{i}"), common.RECORDED_SYSCTLS)
                 offloads = topo.offload_states()
                 switch_sysctls = topology.read_sysctls(topo.sw, SWITCH_SYSCTLS)
                 for f in flows:
@@ -509,8 +441,8 @@ class EmulatedBackend:
         env = {
             "hostname": socket.gethostname(), "kernel": platform.release(),
             "kernel_version": platform.version(), "cpus": os.cpu_count() or 1,
-            "tools": tool_versions(), "tcpeval_version": _tcpeval_version(),
-            "git_revision": _git_revision(),
+            "tools": tool_versions(), "tcpeval_version": common.tcpeval_version(),
+            "git_revision": common.git_revision(),
             "sysctls": {"endpoints": endpoint_sysctls,
                         "host_global": topology.read_sysctls_host(HOST_SYSCTLS),
                         "switch": switch_sysctls},
@@ -553,12 +485,12 @@ class EmulatedBackend:
         cond = condition.to_dict()
         return {
             "schema_version": 1,
-            "run": {"path": _display_path(run_dir), "backend": "emulated",
+            "run": {"path": common.display_path(run_dir), "backend": "emulated",
                     "campaign": condition.campaign, "criterion": condition.criterion,
                     "rep": condition.rep},
             "condition": cond, "environment": env, "mechanisms": mechanisms,
             "flows": flow_records, "measured": measured, "fidelity": verdict,
-            "started_at": started_at, "finished_at": _now_iso(), "notes": plan.notes,
+            "started_at": started_at, "finished_at": common.now_iso(), "notes": plan.notes,
         }
 
     def _drive(self, flows, topo, delayer, t0: float, plan: Plan, log) -> None:
@@ -597,7 +529,7 @@ class EmulatedBackend:
             if not pending and all(f.client.poll() is not None for f in flows):
                 return
             if now > deadline:
-                raise BackendError(f"flows did not finish within duration + 20 s")
+                raise BackendError("flows did not finish within duration + 20 s")
             if now >= next_note:
                 log(f"... {now - t0:.0f}/{plan.duration_s:g} s")
                 next_note += 5.0
@@ -611,11 +543,3 @@ class _StderrLog:
     def __call__(self, msg: str) -> None:
         if self.enabled:
             print(f"tcpeval: {msg}", file=sys.stderr, flush=True)
-
-
-def _display_path(run_dir: Path) -> str:
-    run_dir = run_dir.resolve()
-    try:
-        return str(run_dir.relative_to(REPO_ROOT))
-    except ValueError:
-        return str(run_dir)

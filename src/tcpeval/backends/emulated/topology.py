@@ -126,7 +126,7 @@ class Topology:
         return self.macs[(self.ns(role_ns), dev)]
 
     def _static_l2(self) -> None:
-        sw, ep, br = self.sw, self.dev("ep"), self.bottleneck_dev
+        sw, ep = self.sw, self.dev("ep")
         sw_cmds = []
         for i in range(1, self.pairs + 1):
             s_mac = self.mac(f"s{i}", ep)

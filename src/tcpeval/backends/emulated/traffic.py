@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from tcpeval.backends import common
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated import host, topology
 
-PORT = 5201
+PORT = common.IPERF3_PORT
 
 
 @dataclass
@@ -81,33 +82,4 @@ def parse(flow: FlowProc) -> dict:
         data = json.loads(flow.out_path.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise BackendError(f"flow {flow.index}: iperf3 JSON {flow.out_path.name} unreadable: {err}") from None
-    if "error" in data:
-        raise BackendError(f"flow {flow.index}: iperf3 reported: {data['error']}")
-    cols = {k: [] for k in ("t_s", "bytes", "throughput_bps", "cwnd_bytes", "rtt_us", "retransmits")}
-    for interval in data.get("intervals", []):
-        s = interval["streams"][0]
-        t = round(float(s["end"]), 6)
-        if cols["t_s"] and t <= cols["t_s"][-1]:
-            continue  # iperf3 occasionally repeats an end time; keep time strictly increasing
-        cols["t_s"].append(t)
-        cols["bytes"].append(s["bytes"])
-        cols["throughput_bps"].append(s["bits_per_second"])
-        cols["cwnd_bytes"].append(s.get("snd_cwnd"))
-        cols["rtt_us"].append(s.get("rtt"))
-        cols["retransmits"].append(s.get("retransmits"))
-    end = data.get("end", {})
-    streams = end.get("streams") or [{}]
-    sender = streams[0].get("sender") or streams[0].get("udp") or {}
-    summary = {
-        "bytes": sender.get("bytes", sum(cols["bytes"])),
-        "mean_throughput_bps": sender.get("bits_per_second", 0.0),
-        "retransmits": sender.get("retransmits"),
-        "min_rtt_us": sender.get("min_rtt"), "mean_rtt_us": sender.get("mean_rtt"),
-        "max_rtt_us": sender.get("max_rtt"), "max_cwnd_bytes": sender.get("max_snd_cwnd"),
-    }
-    if flow.protocol == "udp":
-        summary["lost_packets"] = sender.get("lost_packets")
-    return {"samples": cols, "summary": summary,
-            "verified": end.get("sender_tcp_congestion"),
-            "receiver_cc": end.get("receiver_tcp_congestion"),
-            "iperf3_version": data.get("start", {}).get("version")}
+    return common.parse_iperf3(data, flow.index, flow.protocol)

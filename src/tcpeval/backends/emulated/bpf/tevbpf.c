@@ -4,6 +4,7 @@
  *   tevbpf attach OBJ PROG IFNAME ingress|egress   -> {"prog_id":..,"map_id":..}
  *   tevbpf write MAP_ID OFFSET VALUE               register write, model semantics
  *   tevbpf read MAP_ID                             -> all registers as JSON
+ *   tevbpf read MAP_ID OFFSET                      -> one register, like rdaxi: "0xOFF = 0xVALUE"
  *   tevbpf testrun OBJ SEED THRESHOLD N            BPF_PROG_TEST_RUN N packets
  *
  * The attachment outlives this process (tc holds the program, the program holds the
@@ -202,6 +203,20 @@ int main(int argc, char **argv)
 		struct drop_regs r;
 		lookup(map_fd_by_id(argv[2]), &r);
 		print_regs(&r);
+		return 0;
+	}
+	if (!strcmp(argv[1], "read") && argc == 4) {
+		/* The NetFPGA register view of the map: the testbed backend drives this
+		 * exactly as it drives rdaxi on a card. */
+		struct drop_regs r;
+		unsigned off = (unsigned)strtoul(argv[3], NULL, 0);
+		const uint32_t *words = &r.control;
+		lookup(map_fd_by_id(argv[2]), &r);
+		if (off > 0x1C || off % 4) {
+			fprintf(stderr, "tevbpf: no register at 0x%02X\n", off);
+			return 2;
+		}
+		printf("0x%02x = 0x%08x\n", off, words[off / 4]);
 		return 0;
 	}
 	if (!strcmp(argv[1], "write") && argc == 5) {

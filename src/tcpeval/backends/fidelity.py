@@ -1,4 +1,4 @@
-"""The fidelity verdict of an emulated run: did the host realise the condition?
+"""The fidelity verdict of a run: did the backend realise the condition?
 
 Tolerances (documented in the trace under fidelity.tolerances):
 

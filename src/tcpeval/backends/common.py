@@ -1,0 +1,124 @@
+"""What every backend shares: the paper's host settings, provenance of a run, the run
+log, and iperf3's JSON turned into the trace's columnar samples."""
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+IPERF3_PORT = 5201
+
+# The paper's host settings (Sec. IV), applied on the endpoints (namespaces or hosts).
+PAPER_SYSCTLS = {
+    "net.ipv4.tcp_window_scaling": 1,
+    "net.ipv4.tcp_timestamps": 0,
+    "net.ipv4.tcp_sack": 1,
+    "net.ipv4.tcp_rmem": "4096 131072 1073741824",   # max 1 GiB
+    "net.ipv4.tcp_wmem": "4096 16384 1073741824",
+    "net.ipv4.tcp_no_metrics_save": 1,
+}
+# Linux 3.16-like stack behaviour, overridable per condition (Condition.stack):
+# no RACK loss detection (3.16 predates it), the 3.16 TSQ limit of 128 KB.
+STACK_316 = {
+    "net.ipv4.tcp_recovery": 0,
+    "net.ipv4.tcp_limit_output_bytes": 131072,
+}
+RECORDED_SYSCTLS = sorted(set(PAPER_SYSCTLS) | set(STACK_316) | {
+    "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
+    "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_ecn", "net.ipv4.tcp_frto",
+    "net.ipv4.tcp_early_retrans", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_autocorking",
+    "net.ipv4.tcp_moderate_rcvbuf", "net.ipv4.tcp_pacing_ss_ratio", "net.ipv4.tcp_pacing_ca_ratio",
+    "net.ipv4.tcp_min_tso_segs", "net.ipv4.tcp_adv_win_scale", "net.ipv4.tcp_mtu_probing",
+    "net.ipv4.tcp_comp_sack_nr", "net.ipv4.tcp_thin_linear_timeouts", "net.ipv4.tcp_dsack",
+    "net.ipv4.tcp_fack", "net.ipv4.tcp_reordering"})
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def git_revision() -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return out.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def tcpeval_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("tcpeval")
+    except Exception:  # noqa: BLE001 - not installed as a distribution
+        return "0+unknown"
+
+
+class RunLog:
+    """run.log plus optional progress on stderr."""
+
+    def __init__(self, path: Path, progress: bool, prefix: str):
+        self.path, self.progress, self.prefix = path, progress, prefix
+        self.handle = open(path, "w")
+        self.t0 = time.monotonic()
+
+    def __call__(self, msg: str) -> None:
+        line = f"[{time.monotonic() - self.t0:7.2f}s] {msg}"
+        self.handle.write(line + "\n")
+        self.handle.flush()
+        if self.progress:
+            print(f"{self.prefix}: {msg}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def display_path(run_dir: Path) -> str:
+    run_dir = run_dir.resolve()
+    try:
+        return str(run_dir.relative_to(REPO_ROOT))
+    except ValueError:
+        return str(run_dir)
+
+
+def parse_iperf3(data: dict, index: int, protocol: str = "tcp") -> dict:
+    """Columnar samples and a summary from an iperf3 client's JSON (``-J``)."""
+    from tcpeval.backends.base import BackendError
+
+    if "error" in data:
+        raise BackendError(f"flow {index}: iperf3 reported: {data['error']}")
+    cols = {k: [] for k in ("t_s", "bytes", "throughput_bps", "cwnd_bytes", "rtt_us", "retransmits")}
+    for interval in data.get("intervals", []):
+        s = interval["streams"][0]
+        t = round(float(s["end"]), 6)
+        if cols["t_s"] and t <= cols["t_s"][-1]:
+            continue  # iperf3 occasionally repeats an end time; keep time strictly increasing
+        cols["t_s"].append(t)
+        cols["bytes"].append(s["bytes"])
+        cols["throughput_bps"].append(s["bits_per_second"])
+        cols["cwnd_bytes"].append(s.get("snd_cwnd"))
+        cols["rtt_us"].append(s.get("rtt"))
+        cols["retransmits"].append(s.get("retransmits"))
+    end = data.get("end", {})
+    streams = end.get("streams") or [{}]
+    sender = streams[0].get("sender") or streams[0].get("udp") or {}
+    summary = {
+        "bytes": sender.get("bytes", sum(cols["bytes"])),
+        "mean_throughput_bps": sender.get("bits_per_second", 0.0),
+        "retransmits": sender.get("retransmits"),
+        "min_rtt_us": sender.get("min_rtt"), "mean_rtt_us": sender.get("mean_rtt"),
+        "max_rtt_us": sender.get("max_rtt"), "max_cwnd_bytes": sender.get("max_snd_cwnd"),
+    }
+    if protocol == "udp":
+        summary["lost_packets"] = sender.get("lost_packets")
+    return {"samples": cols, "summary": summary,
+            "verified": end.get("sender_tcp_congestion"),
+            "receiver_cc": end.get("receiver_tcp_congestion"),
+            "iperf3_version": data.get("start", {}).get("version")}

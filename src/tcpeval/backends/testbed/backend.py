@@ -1,0 +1,308 @@
+"""The testbed backend: the paper's physical dumbbell, driven over SSH.
+
+Senders and receivers are Linux hosts reached with OpenSSH; the drop module is the
+NetFPGA card (or anything with its register map) programmed through its register tool;
+the propagation delay is physical (the fibre rings patched in), so a run checks that the
+RTT it is asked for is the one the path has, and measures it.
+
+Order of a run (each step in run_dir/run.log):
+  testbed description -> hosts reachable -> congestion control available on the senders
+  -> paper host settings (recorded) -> drop module programmed (disabled) -> base RTT
+  (ping) -> iperf3 servers -> drop module enabled -> clients at their offsets -> drop
+  module disabled, counters read -> JSON fetched -> trace.json (atomic).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import statistics
+import time
+from pathlib import Path
+
+import yaml
+
+from tcpeval import trace
+from tcpeval.backends import common, fidelity
+from tcpeval.backends.base import BackendError
+from tcpeval.backends.testbed import registers
+from tcpeval.backends.testbed.hosts import SshHost, remote_tmpdir
+
+DEFAULT_DESCRIPTION = Path("config/testbed.yaml")
+PORT = common.IPERF3_PORT
+# Time allowed beyond the run's duration for iperf3 to report.
+GRACE_S = 20.0
+
+
+class TestbedConfigError(BackendError):
+    """The testbed description is missing or invalid; the message names the field."""
+
+
+def load_description(path: str | os.PathLike | None = None) -> dict:
+    """Read and check config/testbed.yaml (or TCPEVAL_TESTBED, or ``path``)."""
+    path = Path(path or os.environ.get("TCPEVAL_TESTBED") or DEFAULT_DESCRIPTION)
+    if not path.exists():
+        raise TestbedConfigError(
+            f"no testbed description at {path}: copy config/testbed.example.yaml to "
+            f"{DEFAULT_DESCRIPTION} and fill in your hosts (or set TCPEVAL_TESTBED)")
+    try:
+        desc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise TestbedConfigError(f"{path}: not valid YAML: {err}") from None
+    problems = []
+    for role in ("senders", "receivers"):
+        hosts = desc.get(role)
+        if not isinstance(hosts, list) or not hosts:
+            problems.append(f"{role}: a list of hosts is required")
+            continue
+        for i, h in enumerate(hosts):
+            for key in ("name", "ssh", "data_ip"):
+                if not isinstance(h, dict) or not h.get(key):
+                    problems.append(f"{role}[{i}].{key}: required")
+    drop = desc.get("dropper")
+    if not isinstance(drop, dict):
+        problems.append("dropper: required (ssh, write, read, base)")
+    else:
+        for key in ("ssh", "write", "read"):
+            if not drop.get(key):
+                problems.append(f"dropper.{key}: required")
+        for key, fields in (("write", ("{address", "{value")), ("read", ("{address",))):
+            if drop.get(key) and not all(f in drop[key] for f in fields):
+                problems.append(f"dropper.{key}: the template must contain {', '.join(f + '}' for f in fields)}")
+    path_desc = desc.get("path")
+    if not isinstance(path_desc, dict) or not isinstance(path_desc.get("rtt_ms"), (int, float)):
+        problems.append("path.rtt_ms: required (the RTT of the fibre currently patched in, in ms)")
+    if problems:
+        raise TestbedConfigError(f"{path}: invalid testbed description:\n  " + "\n  ".join(problems))
+    desc.setdefault("ssh_command", ["ssh"])
+    desc.setdefault("ssh_options", [])
+    desc.setdefault("cc_names", {"port": "{variant}316", "native": "{variant}"})
+    desc["path"].setdefault("rtt_tolerance_ms", None)
+    desc["_source"] = str(path)
+    return desc
+
+
+def _parse_ping(output: str) -> dict:
+    """Per-probe RTTs from `ping` output (lines '... time=0.123 ms')."""
+    times = [float(t) for t in re.findall(r"time=([0-9.]+) ms", output)]
+    if not times:
+        raise BackendError(f"ping measured no RTT:\n{output.strip()}")
+    return {"count": len(times), "median_ms": statistics.median(times),
+            "min_ms": min(times), "max_ms": max(times)}
+
+
+class TestbedBackend:
+    name = "testbed"
+
+    def __init__(self, *, progress: bool = False, lock_timeout_s: float = 900.0,
+                 description: str | os.PathLike | dict | None = None):
+        self.progress = progress
+        self._description = description
+
+    def _desc(self) -> dict:
+        if isinstance(self._description, dict):
+            return self._description
+        return load_description(self._description)
+
+    def run(self, condition, run_dir, *, force: bool = False) -> dict:
+        run_dir = Path(run_dir)
+        if (run_dir / trace.TRACE_FILE).exists() and not force:
+            raise FileExistsError(f"{run_dir / trace.TRACE_FILE} exists; refusing to overwrite a raw trace (use --force)")
+        desc = self._desc()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        log = common.RunLog(run_dir / "run.log", self.progress, common.display_path(run_dir))
+        try:
+            record = self._execute(condition, run_dir, desc, log)
+            trace.write_trace(run_dir, record, force=force)
+            log(f"trace written: {run_dir / trace.TRACE_FILE} (fidelity {record['fidelity']['verdict']})")
+            return record
+        except BaseException as err:
+            log(f"run failed: {type(err).__name__}: {err}")
+            raise
+        finally:
+            log.close()
+
+    # ------------------------------------------------------------------ a run
+    def _check(self, condition, desc: dict) -> None:
+        if condition.backend != "testbed":
+            raise BackendError(f"condition.backend is {condition.backend!r}, expected 'testbed'")
+        pairs = min(len(desc["senders"]), len(desc["receivers"]))
+        if len(condition.flows) > pairs:
+            raise BackendError(f"condition.flows: {len(condition.flows)} flows, the testbed has "
+                               f"{pairs} sender/receiver pairs ({desc['_source']})")
+        patched = float(desc["path"]["rtt_ms"])
+        tol = desc["path"]["rtt_tolerance_ms"] or fidelity.rtt_tolerance_ms(patched)
+        if abs(condition.rtt_ms - patched) > tol:
+            raise BackendError(
+                f"condition.rtt_ms = {condition.rtt_ms}: the testbed path is patched for {patched} ms "
+                f"(path.rtt_ms in {desc['_source']}); re-patch the rings and update it, or run "
+                "the conditions of this RTT first")
+        for i, flow in enumerate(condition.flows):
+            if flow.protocol != "tcp":
+                raise BackendError(f"condition.flows[{i}].protocol: only tcp flows run on the testbed")
+
+    def _execute(self, condition, run_dir: Path, desc: dict, log) -> dict:
+        started_at = common.now_iso()
+        self._check(condition, desc)
+        ssh = dict(ssh_command=desc["ssh_command"], options=desc["ssh_options"])
+        n = len(condition.flows)
+        senders = [SshHost(h["name"], h["ssh"], **ssh) for h in desc["senders"][:n]]
+        receivers = [SshHost(h["name"], h["ssh"], **ssh) for h in desc["receivers"][:n]]
+        nf = SshHost("dropper", desc["dropper"]["ssh"], **ssh)
+        bus = registers.RegisterBus(nf, desc["dropper"]["write"], desc["dropper"]["read"],
+                                    int(desc["dropper"].get("base", 0)))
+        with contextlib.ExitStack() as stack:
+            for h in [*senders, *receivers, nf]:
+                stack.callback(h.close)
+                h.check_reachable()
+            log(f"hosts reachable: {', '.join(h.name for h in [*senders, *receivers, nf])}")
+
+            # congestion control: the senders must offer the requested algorithm
+            names = []
+            for flow, sender in zip(condition.flows, senders):
+                name = desc["cc_names"][flow.impl].format(variant=flow.variant)
+                available = sender.read_text("/proc/sys/net/ipv4/tcp_available_congestion_control").split()
+                if name not in available:
+                    raise BackendError(f"{sender.name}: congestion control {name!r} ({flow.impl} {flow.variant}) "
+                                       f"is not available (has: {' '.join(available)}); load the module or "
+                                       "register the port on the sender first")
+                names.append(name)
+
+            settings = {**common.PAPER_SYSCTLS, **common.STACK_316, **(condition.stack or {})}
+            host_settings = {}
+            for h in [*senders, *receivers]:
+                h.run(["sysctl", "-q", "-w", *[f"{k}={v}" for k, v in settings.items()]])
+                host_settings[h.name] = self._read_sysctls(h)
+            offloads = {h["name"]: self._offloads(host, h.get("iface"))
+                        for host, h in zip([*senders, *receivers], [*desc["senders"][:n], *desc["receivers"][:n]])}
+
+            threshold = registers.program(bus, condition.drop, condition.seed)
+            stack.callback(registers.disable, bus)
+            log(f"drop module programmed: p={condition.drop:g} threshold={threshold:#x} seed={condition.seed:#x}")
+
+            probe = _parse_ping(senders[0].run(
+                ["ping", "-n", "-c", "20", "-i", "0.2", desc["receivers"][0]["data_ip"]], timeout=30).stdout)
+            log(f"RTT {probe['median_ms']:.3f} ms (ping, median of {probe['count']})")
+
+            tmpdirs = [remote_tmpdir(h) for h in [*senders, *receivers]]
+            # Remote processes are bounded by `timeout`: an SSH session that dies does not
+            # reliably take its remote command with it.
+            limit = f"{condition.duration_s + 2 * GRACE_S:g}"
+            for i, r in enumerate(receivers):
+                server = r.spawn(["timeout", limit, "iperf3", "-s", "-1", "-p", PORT + i])
+                stack.callback(server.kill)
+            self._wait_listening(receivers)
+
+            bus.write(registers.dropper.REG_CONTROL, registers.dropper.CONTROL_ENABLE)
+            t0 = time.monotonic()
+            clients = []
+            order = sorted(range(n), key=lambda i: condition.flows[i].start_s)
+            for i in order:
+                flow = condition.flows[i]
+                while time.monotonic() < t0 + flow.start_s:
+                    time.sleep(0.01)
+                out = f"{tmpdirs[i]}/iperf3-flow{i}.json"
+                clients.append((i, out, senders[i].spawn(
+                    ["timeout", limit, "iperf3", "-c", desc["receivers"][i]["data_ip"], "-p", PORT + i, "-J",
+                     "--logfile", out, "-t", f"{condition.duration_s - flow.start_s:g}",
+                     "-i", f"{condition.interval_s:g}", "-C", names[i]])))
+                log(f"flow {i} started ({names[i]}) at {time.monotonic() - t0:.2f} s")
+            for i, _, proc in clients:
+                try:
+                    proc.wait(timeout=condition.duration_s + GRACE_S)
+                except Exception:
+                    proc.kill()
+                    raise BackendError(f"flow {i}: iperf3 did not finish within duration + {GRACE_S:g} s")
+            registers.disable(bus)
+            seen, dropped = registers.counters(bus)
+            log(f"traffic done in {time.monotonic() - t0:.1f} s; drop module saw {seen}, dropped {dropped}")
+
+            flows = []
+            for i, out, proc in sorted(clients):
+                text = senders[i].read_text(out)
+                (run_dir / f"iperf3-flow{i}.json").write_text(text)
+                try:
+                    data = json.loads(text)
+                except json.JSONDecodeError as err:
+                    raise BackendError(f"flow {i}: iperf3 JSON unreadable: {err}") from None
+                parsed = common.parse_iperf3(data, i, "tcp")
+                if parsed["verified"] != names[i]:
+                    raise BackendError(f"flow {i} ({condition.flows[i].variant}): asked for congestion control "
+                                       f"{names[i]!r}, the socket used {parsed['verified']!r}; run discarded")
+                flow = condition.flows[i]
+                flows.append({
+                    "id": i, "variant": flow.variant, "impl": flow.impl, "protocol": "tcp",
+                    "start_s": flow.start_s,
+                    "cc": {"requested": names[i], "verified": parsed["verified"], "object_sha256": None,
+                           "source_sha256": None, "hz": None, "receiver": parsed["receiver_cc"]},
+                    "samples": parsed["samples"], "summary": parsed["summary"],
+                    "raw_files": [f"iperf3-flow{i}.json"],
+                })
+            for h, d in zip([*senders, *receivers], tmpdirs):
+                h.run(["rm", "-rf", d], check=False)
+
+        ci = list(fidelity.wilson(dropped, seen)) if seen else [0.0, 1.0]
+        reasons = []
+        reason, _ = fidelity.drop_check(condition.drop, seen, dropped)
+        if reason:
+            reasons.append(reason)
+        tol = fidelity.rtt_tolerance_ms(condition.rtt_ms)
+        if abs(probe["median_ms"] - condition.rtt_ms) > tol:
+            reasons.append(f"rtt: measured {probe['median_ms']:.3f} ms, setting {condition.rtt_ms} ms, "
+                           f"tolerance +-{tol:.3f} ms")
+        achieved = sum(f["summary"]["mean_throughput_bps"] for f in flows)
+        return {
+            "schema_version": 1,
+            "run": {"path": common.display_path(run_dir), "backend": "testbed",
+                    "campaign": condition.campaign, "criterion": condition.criterion, "rep": condition.rep},
+            "condition": condition.to_dict(),
+            "environment": {
+                "hostname": socket.gethostname(), "kernel": self._kernels(senders, receivers),
+                "cpus": os.cpu_count() or 1, "tools": {"iperf3": data.get("start", {}).get("version")},
+                "tcpeval_version": common.tcpeval_version(), "git_revision": common.git_revision(),
+                "sysctls": {"endpoints": host_settings}, "offloads": offloads,
+                "testbed": {k: v for k, v in desc.items() if not k.startswith("_")},
+            },
+            "mechanisms": {"drop": "netfpga-registers", "delay": "physical path", "rate": "nic",
+                           "drop_detail": {"threshold": threshold, "seed": condition.seed,
+                                           "register_tool": desc["dropper"]["write"]}},
+            "flows": flows,
+            "measured": {"base_rtt_ms": probe["min_ms"], "rtt_ms": probe["median_ms"], "rtt_probe": probe,
+                         "drop": {"seen": seen, "dropped": dropped, "rate": dropped / seen if seen else None,
+                                  "ci95": ci, "interval": "wilson"},
+                         "bottleneck_rate_bps": achieved, "host_capacity_bps": desc["path"].get("rate_bps")},
+            "fidelity": {"verdict": "flagged" if reasons else "ok", "reasons": reasons,
+                         "tolerances": fidelity.tolerances()},
+            "started_at": started_at, "finished_at": common.now_iso(),
+        }
+
+    @staticmethod
+    def _read_sysctls(host: SshHost) -> dict:
+        names = common.RECORDED_SYSCTLS
+        out = host.run(["sysctl", *names], check=False).stdout
+        return dict(line.split(" = ", 1) for line in out.splitlines() if " = " in line)
+
+    @staticmethod
+    def _offloads(host: SshHost, iface: str | None) -> dict | None:
+        if not iface:
+            return None
+        # The paper turned LRO and GRO off (Sec. IV); record every offload's state.
+        host.run(["ethtool", "-K", iface, "gro", "off", "lro", "off"], check=False)
+        out = host.run(["ethtool", "-k", iface], check=False).stdout
+        return dict(line.strip().split(": ", 1) for line in out.splitlines()[1:] if ": " in line)
+
+    @staticmethod
+    def _kernels(senders, receivers) -> str:
+        kernels = {h.name: h.run(["uname", "-r"]).stdout.strip() for h in [*senders, *receivers]}
+        return ", ".join(f"{name}: {k}" for name, k in kernels.items())
+
+    @staticmethod
+    def _wait_listening(receivers, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        for i, r in enumerate(receivers):
+            while not r.run(["ss", "-Hltn", f"sport = :{PORT + i}"], check=False).stdout.strip():
+                if time.monotonic() > deadline:
+                    raise BackendError(f"{r.name}: iperf3 server not listening after {timeout:g} s")
+                time.sleep(0.1)
