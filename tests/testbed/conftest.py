@@ -110,3 +110,72 @@ def ssh_lab(tmp_path):
         yield lab.up()
     finally:
         lab.down()
+
+
+class DataPath:
+    """The 10G test network of the lab: s1 -- nf -- r1, routed through the `nf` host,
+    whose egress toward r1 carries the BPF drop module (the NetFPGA's register map,
+    driven through `tevbpf read|write`, as wraxi/rdaxi drive the card)."""
+
+    def __init__(self, lab: SshLab):
+        self.lab = lab
+        self.ns = lab.hosts
+        self.map_id = None
+
+    def up(self):
+        from tcpeval.backends.emulated.build import ensure_built
+
+        art = ensure_built()
+        s1, nf, r1 = self.ns["s1"], self.ns["nf"], self.ns["r1"]
+        for ns, mine, peer, peer_ns, address, gateway, far in (
+                (s1, "eth1", "d1", nf, "10.79.1.2/24", "10.79.1.1", "10.79.2.0/24"),
+                (r1, "eth1", "d2", nf, "10.79.2.2/24", "10.79.2.1", "10.79.1.0/24")):
+            sh("ip", "-n", ns, "link", "add", mine, "type", "veth", "peer", "name", peer, "netns", peer_ns)
+            sh("ip", "-n", ns, "addr", "add", address, "dev", mine)
+            sh("ip", "-n", ns, "link", "set", mine, "up")
+            sh("ip", "-n", peer_ns, "addr", "add", gateway + "/24", "dev", peer)
+            sh("ip", "-n", peer_ns, "link", "set", peer, "up")
+            sh("ip", "-n", ns, "route", "add", far, "via", gateway)
+            for dev_ns, dev in ((ns, mine), (peer_ns, peer)):
+                # per-packet drop decisions need wire-sized frames, as on the real path
+                sh("ip", "netns", "exec", dev_ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off",
+                   check=False)
+        sh("ip", "netns", "exec", nf, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+        out = sh("ip", "netns", "exec", nf, art.tevbpf, "attach", art.dropper_obj, "tev_dropper", "d2", "egress")
+        import json
+        self.map_id = json.loads(out.stdout)["map_id"]
+        self.tevbpf = art.tevbpf
+        return self
+
+    def rtt_ms(self):
+        import re
+        import statistics
+        out = sh("ip", "netns", "exec", self.ns["s1"], "ping", "-n", "-c", "20", "-i", "0.01", "10.79.2.2").stdout
+        return statistics.median(float(t) for t in re.findall(r"time=([0-9.]+) ms", out))
+
+    def description(self, rtt_ms):
+        lab = self.lab
+        return {
+            "ssh_command": lab.ssh_command, "ssh_options": lab.ssh_options,
+            "senders": [{"name": "s1", "ssh": f"root@{lab.addresses['s1']}", "data_ip": "10.79.1.2", "iface": "eth1"}],
+            "receivers": [{"name": "r1", "ssh": f"root@{lab.addresses['r1']}", "data_ip": "10.79.2.2", "iface": "eth1"}],
+            "dropper": {"ssh": f"root@{lab.addresses['nf']}", "base": 0,
+                        "write": f"{self.tevbpf} write {self.map_id} {{address:#x}} {{value}}",
+                        "read": f"{self.tevbpf} read {self.map_id} {{address:#x}}"},
+            "path": {"rtt_ms": rtt_ms, "rate_bps": None, "rtt_tolerance_ms": None},
+            "cc_names": {"port": "{variant}316", "native": "{variant}"},
+            "_source": "the test lab",
+        }
+
+
+@pytest.fixture
+def testbed_lab(ssh_lab):
+    """(lab, data path): real sshd hosts with a routed data path and a BPF drop module."""
+    lock = open("/run/lock/tcpeval-net.lock", "a+")
+    import fcntl
+    fcntl.flock(lock, fcntl.LOCK_EX)  # traffic: keep other experiments off the CPUs
+    try:
+        yield ssh_lab, DataPath(ssh_lab).up()
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()

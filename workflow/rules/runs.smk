@@ -19,11 +19,12 @@ rule run:
     params:
         design=config["design"],
         raw_dir=RAW_DIR,
+        testbed=f"--testbed {config['testbed']}" if "testbed" in config else "",
     threads: workflow.cores if BACKEND == "emulated" else 1
     resources:
         net=1,
     shell:
-        "tcpeval run {output.trace:q} --design {params.design:q} --raw-dir {params.raw_dir:q}"
+        "tcpeval run {output.trace:q} --design {params.design:q} --raw-dir {params.raw_dir:q} {params.testbed}"
         " > {log:q} 2>&1"
 
 

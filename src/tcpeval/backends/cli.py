@@ -93,8 +93,11 @@ def _condition(args):
 def _backend(name: str, args):
     from tcpeval.backends import get_backend
 
+    options = {"progress": not args.quiet, "lock_timeout_s": args.lock_timeout}
+    if name == "testbed":
+        options["description"] = getattr(args, "testbed", None)
     try:
-        return get_backend(name, progress=not args.quiet, lock_timeout_s=args.lock_timeout)
+        return get_backend(name, **options)
     except ValueError as err:
         raise UserError(str(err)) from None
 
@@ -110,7 +113,9 @@ def cmd_run(args) -> int:
     except PreflightError as err:
         raise UserError(str(err)) from None
     except BackendError as err:
-        if "exists; refusing" in str(err) or str(err).startswith("condition."):
+        from tcpeval.backends.testbed import TestbedConfigError
+        if ("exists; refusing" in str(err) or str(err).startswith("condition.")
+                or isinstance(err, TestbedConfigError)):
             raise UserError(str(err)) from None
         print(f"tcpeval: run failed ({run_dir}): {err}\n  details: {run_dir / 'run.log'}", file=sys.stderr)
         return 1
@@ -194,6 +199,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--stack", action="append", metavar="NAME=VALUE",
                    help="endpoint sysctl override, e.g. net.ipv4.tcp_recovery=1")
     p.add_argument("--force", action="store_true", help="replace an existing trace")
+    p.add_argument("--testbed", help="testbed description (backend testbed; default config/testbed.yaml "
+                                     "or $TCPEVAL_TESTBED)")
     p.add_argument("--lock-timeout", type=float, default=900.0, help="wait this long for the host lock")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(func=cmd_run)

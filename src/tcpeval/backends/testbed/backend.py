@@ -39,6 +39,8 @@ GRACE_S = 20.0
 class TestbedConfigError(BackendError):
     """The testbed description is missing or invalid; the message names the field."""
 
+    __test__ = False  # a name pytest would otherwise try to collect
+
 
 def load_description(path: str | os.PathLike | None = None) -> dict:
     """Read and check config/testbed.yaml (or TCPEVAL_TESTBED, or ``path``)."""
@@ -95,6 +97,7 @@ def _parse_ping(output: str) -> dict:
 
 class TestbedBackend:
     name = "testbed"
+    __test__ = False  # a name pytest would otherwise try to collect
 
     def __init__(self, *, progress: bool = False, lock_timeout_s: float = 900.0,
                  description: str | os.PathLike | dict | None = None):
@@ -109,7 +112,7 @@ class TestbedBackend:
     def run(self, condition, run_dir, *, force: bool = False) -> dict:
         run_dir = Path(run_dir)
         if (run_dir / trace.TRACE_FILE).exists() and not force:
-            raise FileExistsError(f"{run_dir / trace.TRACE_FILE} exists; refusing to overwrite a raw trace (use --force)")
+            raise BackendError(f"{run_dir / trace.TRACE_FILE} exists; refusing to overwrite a raw trace (use --force)")
         desc = self._desc()
         run_dir.mkdir(parents=True, exist_ok=True)
         log = common.RunLog(run_dir / "run.log", self.progress, common.display_path(run_dir))
@@ -158,6 +161,7 @@ class TestbedBackend:
                 stack.callback(h.close)
                 h.check_reachable()
             log(f"hosts reachable: {', '.join(h.name for h in [*senders, *receivers, nf])}")
+            kernels = self._kernels(senders, receivers)
 
             # congestion control: the senders must offer the requested algorithm
             names = []
@@ -259,8 +263,8 @@ class TestbedBackend:
                     "campaign": condition.campaign, "criterion": condition.criterion, "rep": condition.rep},
             "condition": condition.to_dict(),
             "environment": {
-                "hostname": socket.gethostname(), "kernel": self._kernels(senders, receivers),
-                "cpus": os.cpu_count() or 1, "tools": {"iperf3": data.get("start", {}).get("version")},
+                "hostname": socket.gethostname(), "kernel": kernels,
+                "cpus": os.cpu_count() or 1, "tools": {"iperf3": parsed["iperf3_version"]},
                 "tcpeval_version": common.tcpeval_version(), "git_revision": common.git_revision(),
                 "sysctls": {"endpoints": host_settings}, "offloads": offloads,
                 "testbed": {k: v for k, v in desc.items() if not k.startswith("_")},

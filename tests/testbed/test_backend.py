@@ -1,0 +1,82 @@
+"""The testbed backend end to end: real OpenSSH hosts, real iperf3 and kernel TCP, the
+drop module's registers programmed over SSH, a valid trace."""
+import pytest
+
+from tcpeval import spec, trace
+from tcpeval.backends.base import BackendError
+from tcpeval.backends.testbed import TestbedBackend, TestbedConfigError, load_description
+
+pytestmark = pytest.mark.root
+
+
+def condition(rtt_ms, variant="reno", impl="native", drop=1e-3, duration=3):
+    return spec.adhoc_condition([variant], rtt_ms=rtt_ms, drop=drop, duration_s=duration,
+                                backend="testbed", impl=impl, interval_s=0.2, seed=7)
+
+
+def test_a_run_over_ssh_writes_a_valid_trace_with_the_drop_rate_realised(testbed_lab, tmp_path):
+    lab, path = testbed_lab
+    rtt = round(path.rtt_ms(), 3)
+    record = TestbedBackend(description=path.description(rtt)).run(condition(rtt), tmp_path / "run")
+    trace.validate(record)
+    assert trace.read_trace(tmp_path / "run") == record
+    (flow,) = record["flows"]
+    assert flow["cc"] == {**flow["cc"], "requested": "reno", "verified": "reno"}
+    assert len(flow["samples"]["t_s"]) >= 10 and flow["summary"]["mean_throughput_bps"] > 1e7
+    drop = record["measured"]["drop"]
+    assert drop["seen"] * 1e-3 >= 10, "too few packets to test the drop rate"
+    assert drop["ci95"][0] <= 1e-3 <= drop["ci95"][1]
+    assert record["mechanisms"]["drop"] == "netfpga-registers"
+    assert record["fidelity"]["verdict"] == "ok", record["fidelity"]["reasons"]
+    assert (tmp_path / "run" / "iperf3-flow0.json").exists() and (tmp_path / "run" / "run.log").exists()
+    assert "net.ipv4.tcp_timestamps" in record["environment"]["sysctls"]["endpoints"]["s1"]
+
+
+def test_a_port_registered_on_the_sender_is_used_and_verified(testbed_lab, tmp_path):
+    from tcpeval import cc
+
+    lab, path = testbed_lab
+    rtt = round(path.rtt_ms(), 3)
+    with cc.loaded("bic"):
+        record = TestbedBackend(description=path.description(rtt)).run(
+            condition(rtt, "bic", "port", drop=0, duration=2), tmp_path / "run")
+    assert record["flows"][0]["cc"]["verified"] == "bic316"
+    assert record["measured"]["drop"]["dropped"] == 0
+
+
+def test_a_condition_for_another_rtt_than_the_patched_path_is_refused(testbed_lab, tmp_path):
+    lab, path = testbed_lab
+    with pytest.raises(BackendError, match=r"condition.rtt_ms = 24.2: the testbed path is patched for 6.2 ms"):
+        TestbedBackend(description=path.description(6.2)).run(condition(24.2), tmp_path / "run")
+    assert not (tmp_path / "run" / "trace.json").exists()
+
+
+def test_an_algorithm_missing_on_the_sender_is_named(testbed_lab, tmp_path):
+    lab, path = testbed_lab
+    rtt = round(path.rtt_ms(), 3)
+    with pytest.raises(BackendError, match=r"s1: congestion control 'htcp316' .* is not available"):
+        TestbedBackend(description=path.description(rtt)).run(condition(rtt, "htcp", "port"), tmp_path / "run")
+    assert "run failed" in (tmp_path / "run" / "run.log").read_text()
+
+
+def test_missing_description_says_how_to_make_one(tmp_path):
+    with pytest.raises(TestbedConfigError, match="copy config/testbed.example.yaml"):
+        load_description(tmp_path / "testbed.yaml")
+
+
+def test_the_example_description_is_valid_and_names_missing_fields(tmp_path):
+    import yaml
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "config" / "testbed.example.yaml"
+    desc = load_description(example)
+    assert [h["name"] for h in desc["senders"]] == ["s1", "s2"]
+    broken = yaml.safe_load(example.read_text())
+    del broken["receivers"][1]["data_ip"]
+    broken["dropper"]["write"] = "wraxi {address:#x}"
+    path = tmp_path / "testbed.yaml"
+    path.write_text(yaml.safe_dump(broken))
+    with pytest.raises(TestbedConfigError) as err:
+        load_description(path)
+    assert "receivers[1].data_ip: required" in str(err.value)
+    assert "dropper.write: the template must contain {address}, {value}" in str(err.value)
