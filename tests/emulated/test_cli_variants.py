@@ -1,0 +1,33 @@
+"""Issue 4's acceptance: `tcpeval run` writes a trace with verdict ok for each of the six
+algorithms (their 3.16 ports), at 6.2 ms RTT and drop 1e-5, as a user types it."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tcpeval import spec, trace
+
+pytestmark = pytest.mark.root
+TCPEVAL = str(Path(sys.executable).with_name("tcpeval"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+@pytest.mark.parametrize("variant", spec.KNOWN_VARIANTS)
+def test_each_variant_runs_from_the_command_line_with_verdict_ok(variant, tmp_path):
+    out = tmp_path / variant
+    proc = subprocess.run([TCPEVAL, "run", "--backend", "emulated", "--variant", variant, "--rtt", "6.2",
+                           "--drop", "1e-5", "--duration", "5", "--out", str(out), "--quiet"],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr + (out / "run.log").read_text()
+    record = trace.read_trace(out)
+    assert record["fidelity"]["verdict"] == "ok", record["fidelity"]["reasons"]
+    (flow,) = record["flows"]
+    assert flow["cc"]["verified"] == f"{variant}316" and flow["impl"] == "port"
+    assert flow["cc"]["object_sha256"] and flow["cc"]["hz"] == 250
+    assert abs(record["measured"]["rtt_ms"] - 6.2) <= 0.2
+    assert record["condition"]["drop"] == 1e-5 and record["measured"]["drop"]["seen"] > 0
+    assert "trace.json" in proc.stdout and "fidelity ok" in proc.stdout
+    assert json.loads((out / "iperf3-flow0.json").read_text())["end"]["sender_tcp_congestion"] == f"{variant}316"
