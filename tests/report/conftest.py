@@ -1,41 +1,14 @@
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
 from tcpeval import spec
-from tcpeval.analysis import synthetic
-from tcpeval.cli import main
-
-REPO = Path(__file__).resolve().parents[2]
-# Same shape as `tcpeval cc params --json` ({variant: {name: {value, description, kind}}}).
-# A test fixture only: the workflow always reads the real one from tcpeval.cc.
-CC_PARAMS_FIXTURE = {
-    "reno": {"md_shift": {"value": 1, "description": "beta = 0.5", "kind": "param"}},
-    "scalable": {"ai_cnt": {"value": 50, "description": "Low Window", "kind": "param"}},
-    "highspeed": {"high_p": {"value": "1e-7", "description": "High P", "kind": "note"}},
-    "htcp": {"delta_b_pct": {"value": 20, "description": "Delta_B", "kind": "param"}},
-    "bic": {"beta": {"value": 819, "description": "beta/1024", "kind": "param"}},
-    "cubic": {"beta": {"value": 717, "description": "beta/1024", "kind": "param"}},
-}
+from report_helpers import CC_PARAMS_FIXTURE, build_results
 
 
 @pytest.fixture(scope="session")
 def design():
     return spec.load_design()
-
-
-def build_results(root: Path, *, fraction: float = 1.0, flag_every: int = 6) -> Path:
-    """Synthetic smoke traces -> tidy tables under root/results/emulated/smoke."""
-    raw = root / "raw"
-    design = spec.load_design()
-    conds = synthetic.campaign_conditions(design, "smoke", "emulated", duration_s=3.0)
-    if fraction < 1:
-        conds = conds[:: round(1 / fraction)]
-    synthetic.write_traces(conds, raw, flag_every=flag_every)
-    assert main(["metrics", "build", "--raw-dir", str(raw), "--results-dir", str(root / "results")]) == 0
-    return root / "results" / "emulated" / "smoke"
 
 
 @pytest.fixture(scope="session")
@@ -58,11 +31,3 @@ def cc_params_file(tmp_path):
     path = tmp_path / "cc_params.json"
     path.write_text(json.dumps(CC_PARAMS_FIXTURE))
     return path
-
-
-def copy_paper(dest: Path) -> Path:
-    paper = dest / "paper"
-    paper.mkdir(parents=True)
-    for name in ("main.tex", "claims.yaml"):
-        shutil.copy2(REPO / "paper" / name, paper / name)
-    return paper

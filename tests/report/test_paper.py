@@ -2,7 +2,6 @@
 paper/main.pdf with latexmk. The log must be free of undefined references and values,
 and every figure must be included."""
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from tcpeval.cli import main
 from tcpeval.report import paper
 from tcpeval.spec import REPO_ROOT
 
-from conftest import build_results, copy_paper  # noqa: E402  (tests/report/conftest.py)
+from report_helpers import build_results, copy_paper  # noqa: E402
 
 needs_latex = pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk not installed")
 

@@ -207,3 +207,43 @@ def _findings(m: Macros, ds: T.Dataset) -> None:
         for k in ("fastest", "fastesttime", "slowest", "slowesttime", "spreadreno", "spreadsame"):
             m.key(f"find/conv/{k}", NA)
     m.name("tevNotConverged", int(conv["n_not_converged"].sum()) if len(conv) else 0)
+    _summaries(m, fair_present=bool(len(fair)), compat_present=bool(len(compat) and compat["jain"].notna().any()),
+               conv_present=bool(len(ok)))
+
+
+def _summaries(m: Macros, *, fair_present: bool, compat_present: bool, conv_present: bool) -> None:
+    """Whole sentences for the results and take-aways, so that a campaign without some
+    criterion's data reads as a statement of what is missing, not as "n/a to n/a"."""
+    k = m.keyed
+    m.name("tevFairnessSummary",
+           f"Two flows of the same variant reach Jain's indices between {k['find/fair/jainmin']} and "
+           f"{k['find/fair/jainmax']} and together use {k['find/fair/utilmin']}\\,\\% to "
+           f"{k['find/fair/utilmax']}\\,\\% of the link."
+           if fair_present else
+           "No same-variant two-flow run with fidelity verdict `ok' exists in this data set, so "
+           "fairness is not reported.")
+    m.name("tevCompatSummary",
+           f"Against Reno the index ranges from {k['find/compat/jainmin']} to {k['find/compat/jainmax']}; "
+           f"averaged over RTTs, {k['find/compat/fairest']} treats Reno most evenly and "
+           f"{k['find/compat/leastfair']} least."
+           if compat_present else
+           "No run against Reno with fidelity verdict `ok' exists in this data set, so downward "
+           "compatibility is not reported.")
+    m.name("tevConvergenceSummary",
+           f"The fastest pairing to converge is {k['find/conv/fastest']} ({k['find/conv/fastesttime']}\\,s), "
+           f"the slowest {k['find/conv/slowest']} ({k['find/conv/slowesttime']}\\,s). Relative to its mean, "
+           f"the joining flow's spread is {k['find/conv/spreadreno']}\\,\\% on average when a high-speed "
+           f"variant meets Reno and {k['find/conv/spreadsame']}\\,\\% when two flows of the same variant meet."
+           if conv_present else
+           "No convergence run in this data set reached the convergence threshold with fidelity "
+           "verdict `ok', so convergence times and spreads are not reported.")
+    best = k.get("find/shortrtt/best", NA)
+    parts = []
+    if best != NA:
+        parts.append(f"the highest-throughput variant at the largest drop rate is {best} at the "
+                     f"shortest RTT ({k['find/shortrtt']}\\,ms)")
+    if compat_present:
+        parts.append(f"{k['find/compat/fairest']} is the fairest towards Reno")
+    m.name("tevTakeawaySummary",
+           ("On this data set " + " and ".join(parts) + ".") if parts else
+           "This data set is too small to single out a variant.")
