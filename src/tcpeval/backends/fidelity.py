@@ -2,14 +2,17 @@
 
 Tolerances (documented in the trace under fidelity.tolerances):
 
-- drop: the measured rate's Wilson 95 % interval must contain the configured p. Tested
-  only when the expected number of drops n*p is at least MIN_EXPECTED_DROPS (10): below
-  that the count is too small to tell a faulty dropper from chance (with p = 1e-7 and a
-  million packets a single drop already "excludes" p), so such runs are reported as not
-  tested rather than flagged. p = 0 requires zero drops. (Any 95 % test flags about 5 %
-  of faithful runs; the dropper itself is deterministic and pinned against the model by
-  tests/emulated/test_dropper_bpf.py, so a flag here means packets were missed or
-  miscounted, or chance.)
+- drop: the measured rate's Wilson 99.9 % interval must contain the configured p (the
+  trace also records the 95 % interval, measured.drop.ci95). Tested only when the
+  expected number of drops n*p is at least MIN_EXPECTED_DROPS (10): below that the count
+  is too small to tell a faulty dropper from chance (with p = 1e-7 and a million packets
+  a single drop already "excludes" p), so such runs are reported as not tested rather
+  than flagged. p = 0 requires zero drops. Why 99.9 % and not 95 %: the drop sequence is
+  a fixed function of the seed, so a 95 % test would flag about one condition in twenty
+  on every rerun, for its seed's luck rather than for the emulator (a seed giving 4 drops
+  where 10.8 were expected is such a case); 99.9 % still flags a dropper that misses or
+  miscounts packets, and the dropper itself is pinned against the model by
+  tests/emulated/test_dropper_bpf.py.
 - RTT: the idle RTT measured with the delay in place must lie within
   max(RTT_TOL_ABS_MS, RTT_TOL_REL * setting) of the setting, and the path's base RTT
   must not exceed the setting.
@@ -29,6 +32,7 @@ import math
 
 MIN_EXPECTED_DROPS = 10
 Z95 = 1.959963984540054
+Z_FLAG = 3.290526731491926  # two-sided 99.9 %
 RTT_TOL_ABS_MS = 0.05
 RTT_TOL_REL = 0.03
 CPU_SATURATED = 0.97
@@ -39,7 +43,8 @@ LATE_SHARE_MAX = 0.01
 
 def tolerances() -> dict:
     return {
-        "drop": {"interval": "wilson95", "min_expected_drops": MIN_EXPECTED_DROPS},
+        "drop": {"interval": "wilson99.9", "recorded_interval": "wilson95",
+                 "min_expected_drops": MIN_EXPECTED_DROPS},
         "rtt": {"abs_ms": RTT_TOL_ABS_MS, "rel": RTT_TOL_REL},
         "rate": {"max_fraction_of_host_capacity": 1.0, "cpu_saturated": CPU_SATURATED,
                  "shortfall": RATE_SHORTFALL},
@@ -54,7 +59,8 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (phat + z * z / (2 * n)) / denom
     half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # At k = 0 (k = n) the bound is exactly 0 (1); say so rather than leave rounding residue.
+    return (0.0 if k == 0 else max(0.0, centre - half), 1.0 if k == n else min(1.0, centre + half))
 
 
 def drop_check(p: float, seen: int, dropped: int) -> tuple[str | None, str]:
@@ -63,9 +69,9 @@ def drop_check(p: float, seen: int, dropped: int) -> tuple[str | None, str]:
         return (None, "ok") if dropped == 0 else (f"drop: {dropped} packets dropped with p = 0", "failed")
     if seen * p < MIN_EXPECTED_DROPS:
         return None, f"not tested: expected drops {seen * p:.2g} < {MIN_EXPECTED_DROPS}"
-    lo, hi = wilson(dropped, seen)
+    lo, hi = wilson(dropped, seen, Z_FLAG)
     if not lo <= p <= hi:
-        return (f"drop: measured rate {dropped}/{seen} = {dropped / seen:.3g}, 95% CI "
+        return (f"drop: measured rate {dropped}/{seen} = {dropped / seen:.3g}, 99.9% CI "
                 f"[{lo:.3g}, {hi:.3g}] excludes the configured p = {p:g}"), "failed"
     return None, "ok"
 

@@ -15,7 +15,6 @@ exactly like the paper's switch buffer in front of the ring.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 from pathlib import Path
@@ -48,20 +47,11 @@ class DelayLine:
     mechanism = "tevdelay-afpacket"
 
     def __init__(self, art: Artifacts, topo: topology.Topology, run_dir: Path, *, rt_prio: int = 20,
-                 steer: bool = True):
+                 cpu: int | None = None):
         self.art, self.topo, self.run_dir, self.rt_prio = art, topo, run_dir, rt_prio
-        ncpu = os.cpu_count() or 1
-        # With >= 2 CPUs: the line runs on the last CPU and the senders' receive
-        # processing of the released ACKs (and the data they clock out) is steered by RPS
-        # to the others, so a send call stays short and release times stay on time.
-        steer = steer and os.environ.get("TCPEVAL_DELAY_STEER", "1") != "0"
-        self.cpu = ncpu - 1 if steer and ncpu >= 2 else None
-        if self.cpu is not None:
-            mask = format(((1 << ncpu) - 1) & ~(1 << self.cpu), "x")
-            for i in range(1, topo.pairs + 1):
-                host.run(["sh", "-c", f"echo {mask} > /sys/class/net/{topo.dev('ep')}/queues/rx-0/rps_cpus"],
-                         ns=topo.ns(f"s{i}"))
-            self.rps_mask = mask
+        # the senders' receive processing of the released ACKs (and the data they clock
+        # out) is steered by RPS away from the line's CPU (topology.placement)
+        self.cpu = cpu
         self.proc: subprocess.Popen | None = None
         self.delay_ns = 0
         self.stats_path = run_dir / "delayline.json"
@@ -122,7 +112,7 @@ class DelayLine:
         return {"mechanism": self.mechanism, "placement": PLACEMENT,
                 "delay_ns": self.delay_ns, "quantum_ns": quantum_ns(self.delay_ns),
                 "sched": f"SCHED_FIFO {self.rt_prio}" if self.rt_prio else "SCHED_OTHER",
-                "cpu": self.cpu, "sender_rps_mask": getattr(self, "rps_mask", None)}
+                "cpu": self.cpu}
 
 
 class Netem:
@@ -156,18 +146,27 @@ class Netem:
                 "limit_packets": self.limit}
 
 
+PROBE_RT_PRIO = 10  # below the delay line's priority
+
+
 class Prober:
-    """UDP echo RTT probes from sender 1 to receiver 1 across the whole path."""
+    """UDP echo RTT probes from sender 1 to receiver 1 across the whole path. Echo and
+    probe run SCHED_FIFO: TCP answers in softirq, without a scheduler wakeup, so a
+    time-shared echo would add the host's scheduling latency (up to milliseconds on a
+    busy host) to what should be the path's RTT."""
+
+    method = (f"UDP echo, paced probes, median; echo and probe SCHED_FIFO {PROBE_RT_PRIO}")
 
     def __init__(self, art: Artifacts, topo: topology.Topology):
         self.art, self.topo = art, topo
-        self.echo = host.spawn([art.tevdelay, "echo", ECHO_PORT], ns=topo.ns("r1"),
+        self.rt = ["chrt", "-f", str(PROBE_RT_PRIO)]
+        self.echo = host.spawn([*self.rt, art.tevdelay, "echo", ECHO_PORT], ns=topo.ns("r1"),
                                stdout=subprocess.PIPE)
         if self.echo.stdout.readline().strip() != b"ready":
             raise BackendError("RTT echo responder failed to start")
 
     def measure(self, count: int = 20, interval_us: int = 1000) -> dict:
-        out = host.run([self.art.tevdelay, "probe", topology.receiver_ip(1), ECHO_PORT, count,
+        out = host.run([*self.rt, self.art.tevdelay, "probe", topology.receiver_ip(1), ECHO_PORT, count,
                         interval_us], ns=self.topo.ns("s1"), timeout=30 + count * 1.2)
         data = json.loads(out.stdout)
         rtts = sorted(x / 1e6 for x in data["rtt_ns"])

@@ -2,9 +2,10 @@
 
 Order of a run (each step logged to run_dir/run.log):
   preflight (root, capabilities, tools) -> build helpers -> host lock -> clean up dead
-  runs -> state file -> namespaces + links (offloads off) -> endpoint sysctls ->
+  runs -> state file -> namespaces + links (offloads off but the senders' GSO) -> CPU
+  placement (RPS, iperf3 -A) and the switch's L2 redirects -> endpoint sysctls ->
   bottleneck qdisc (rate, buffer) -> BPF dropper (programmed, disabled) -> delay
-  (netem or the delay line) with base-RTT measurement and one correction step ->
+  (netem or the delay line) with base-RTT measurement and up to 3 correction steps ->
   congestion control loaded -> iperf3 servers -> dropper enabled -> clients at their
   start offsets -> dropper disabled, counters read -> teardown -> trace.json (atomic).
 Any failure or signal tears everything down; run.log says why and no trace is written.
@@ -40,6 +41,8 @@ SWITCH_SYSCTLS = ["net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter",
 MAX_FLOWS = 2
 LOCK_TIMEOUT_S = 900.0
 MIN_BUFFER_BYTES = 64 * 1024
+PROBES, PROBE_GAP_US = 41, 250  # idle-RTT probes per measurement (median), pacing
+MAX_CORRECTIONS = 3
 TBF_BURST_S = 200e-6
 
 
@@ -79,6 +82,16 @@ def _qdisc_stats(ns: str, dev: str) -> dict:
     root = next((q for q in qdiscs if q.get("root")), qdiscs[0] if qdiscs else {})
     return {k: root.get(k) for k in ("kind", "bytes", "packets", "drops", "overlimits", "requeues",
                                      "backlog", "qlen")}
+
+
+def _ip_forwarded(ns: str) -> int | None:
+    """IP ForwDatagrams of a namespace: what took the routing fallback instead of the
+    switch's L2 redirect."""
+    lines = host.run(["cat", "/proc/net/snmp"], ns=ns, check=False).stdout.splitlines()
+    ip = [line.split() for line in lines if line.startswith("Ip:")]
+    if len(ip) < 2 or "ForwDatagrams" not in ip[0]:
+        return None
+    return int(ip[1][ip[0].index("ForwDatagrams")])
 
 
 def _softnet_drops() -> int:
@@ -169,10 +182,13 @@ class EmulatedBackend:
         try:
             with _signals_unwind():
                 art = ensure_built(log)
+                t_lock = time.monotonic()
                 with host.HostLock(self.lock_timeout_s, log=log):
+                    lock_wait_s = time.monotonic() - t_lock
                     host.cleanup_stale(holding_lock=True, log=log)
                     plan = self._plan(condition, art, log)
                     record = self._execute(condition, run_dir, plan, art, log)
+                record["measured"]["lock_wait_s"] = lock_wait_s  # other experiments, not ours
                 record["run"]["path"] = common.display_path(run_dir)
                 if force and target.exists():
                     log(f"--force: replacing {target}")
@@ -210,13 +226,13 @@ class EmulatedBackend:
         art = ensure_built(log)
         with _signals_unwind(), host.HostLock(self.lock_timeout_s, log=log):
             host.cleanup_stale(holding_lock=True, log=log)
-            return self._unshaped_executor(art, flows)(rtt_ms, duration_s, Path(run_dir))
+            return self._unshaped_executor(art)(rtt_ms, duration_s, Path(run_dir), flows)
 
     # ------------------------------------------------------------------ internals
-    def _unshaped_executor(self, art: Artifacts, flows: int = 1):
+    def _unshaped_executor(self, art: Artifacts):
         from tcpeval.spec import adhoc_condition
 
-        def executor(rtt_ms: float, dur: float, run_dir: Path) -> dict:
+        def executor(rtt_ms: float, dur: float, run_dir: Path, flows: int = 1) -> dict:
             run_dir.mkdir(parents=True, exist_ok=True)
             cond = adhoc_condition(["cubic"] * flows, rtt_ms, 0.0, dur, impl="native", seed=1)
             plan = Plan(rate_bps=None, buffer_bytes=0, rtt_ms=rtt_ms, drop=0.0, seed=1,
@@ -273,7 +289,11 @@ class EmulatedBackend:
         try:
             with contextlib.ExitStack() as stack:
                 topo.create()
-                log(f"namespaces {', '.join(topo.namespaces())} created")
+                place = topo.placement()
+                place["rps_masks"] = topo.apply_placement(place)
+                switch_mech = topo.fast_path(art)
+                log(f"namespaces {', '.join(topo.namespaces())} created; CPUs: senders "
+                    f"{place['senders']}, receivers {place['receivers']}, delay line {place['line']}")
                 endpoint_sysctls = {}
                 for ns in topo.namespaces():
                     if ns != topo.sw:
@@ -307,24 +327,26 @@ class EmulatedBackend:
                     limit = int((rate / 8 * (plan.rtt_ms / 1000) + plan.buffer_bytes) / 64) * 2
                     delayer = delay.Netem(topo, limit)
                 else:
-                    delayer = delay.DelayLine(art, topo, run_dir, rt_prio=self.rt_prio)
+                    delayer = delay.DelayLine(art, topo, run_dir, rt_prio=self.rt_prio, cpu=place["line"])
                 stack.callback(lambda: delayer and delayer.stop())
                 delayer.start(0)
                 prober = delay.Prober(art, topo)
                 stack.callback(prober.close)
-                base = prober.measure(count=20, interval_us=500)
+                base = prober.measure(count=PROBES, interval_us=PROBE_GAP_US)
                 base_ms = base["median_ms"]
                 added_ms = max(0.0, plan.rtt_ms - base_ms)
-                delayer.start(int(added_ms * 1e6))
-                probe = prober.measure(count=10, interval_us=200)
-                err = probe["median_ms"] - plan.rtt_ms
                 corrections = 0
-                if added_ms > 0 and abs(err) > fidelity.rtt_tolerance_ms(plan.rtt_ms) / 4:
-                    # one correction step for the mechanism's own latency (wakeups, re-injection)
-                    added_ms = max(0.0, added_ms - err)
+                while True:
                     delayer.start(int(added_ms * 1e6))
-                    probe = prober.measure(count=10, interval_us=200)
-                    corrections = 1
+                    probe = prober.measure(count=PROBES, interval_us=PROBE_GAP_US)
+                    err = probe["median_ms"] - plan.rtt_ms
+                    if (added_ms <= 0 or abs(err) <= fidelity.rtt_tolerance_ms(plan.rtt_ms) / 4
+                            or corrections >= MAX_CORRECTIONS):
+                        break
+                    # correct for the mechanism's own latency (wakeups, re-injection);
+                    # repeated, since one median on a busy host can be off itself
+                    added_ms = max(0.0, added_ms - err)
+                    corrections += 1
                 log(f"base RTT {base_ms:.3f} ms; added {added_ms:.3f} ms ({delayer.mechanism}); "
                     f"idle RTT {probe['median_ms']:.3f} ms")
                 prober.close()
@@ -341,7 +363,8 @@ class EmulatedBackend:
                         protocol=flow.protocol, start_s=flow.start_s,
                         duration_s=plan.duration_s - flow.start_s, interval_s=plan.interval_s,
                         rate_bps=flow.rate_bps, out_path=run_dir / f"iperf3-flow{i}.json",
-                        err_path=run_dir / f"iperf3-flow{i}.log"))
+                        err_path=run_dir / f"iperf3-flow{i}.log",
+                        sender_cpu=place["sender_apps"][i], receiver_cpu=place["receiver_apps"][i]))
                 for fp in flows:
                     if fp.kernel_name:
                         # the namespace default too, so iperf3's control connection uses
@@ -361,6 +384,7 @@ class EmulatedBackend:
                 setup_s = time.monotonic() - t_setup
                 # traffic
                 q0, cpu0, sn0 = _qdisc_stats(topo.sw, topo.bottleneck_dev), _cpu_times(), _softnet_drops()
+                fw0 = _ip_forwarded(topo.sw)
                 dropper.enable()
                 for bg in bg_droppers:
                     bg.enable()
@@ -372,6 +396,8 @@ class EmulatedBackend:
                 for bg in bg_droppers:
                     bg.disable()
                 q1, cpu1, sn1 = _qdisc_stats(topo.sw, topo.bottleneck_dev), _cpu_times(), _softnet_drops()
+                fw1 = _ip_forwarded(topo.sw)
+                switch_mech["ip_forwarded_during_traffic"] = None if None in (fw0, fw1) else fw1 - fw0
                 counters = dropper.read()
                 bg_counters = [bg.read() for bg in bg_droppers]
                 delay_desc = delayer.describe()
@@ -453,10 +479,19 @@ class EmulatedBackend:
             "drop": dropper.mechanism, "delay": delayer.mechanism, "rate": rate_mech["mechanism"],
             "drop_detail": {"device": topo.bottleneck_dev, "hook": "tc clsact egress, before the queue",
                             "threshold": threshold, "seed": plan.seed, "concurrency": dropper.concurrency,
-                            "wire_sized_packets": "TSO/GSO/GRO/LRO off on every path device"},
+                            "wire_sized_packets": {
+                                "offloads": "TSO/GRO/LRO off on every path device; GSO on only at "
+                                            "the senders' veths (software segmentation before the "
+                                            "frame leaves the sender, as the paper's NICs' TSO)",
+                                "max_frame_bytes": counters.get("max_frame_bytes"),
+                                "frames_over_mtu": counters.get("frames_over_mtu"),
+                                "mtu_frame_bytes": 1514}},
             "delay_detail": {**delay_desc, "base_rtt_ms": base_ms, "added_ms": added_ms,
                              "correction_steps": corrections},
             "rate_detail": rate_mech,
+            "switch": switch_mech,
+            "placement": place,
+            "traffic": {"tool": "iperf3", "affinity": "-A: placement.sender_apps / receiver_apps"},
             "background_loss": {"mechanism": "bpf-tc", "probability": plan.background_loss,
                                 "devices": [bg.dev for bg in bg_droppers]} if bg_droppers else None,
             "topology": {"namespaces": [n.split("-", 1)[1] for n in topo.namespaces()],
@@ -464,7 +499,7 @@ class EmulatedBackend:
                          "bridged": topo.bridged, "run_id": run_id},
         }
         measured = {
-            "base_rtt_ms": base_ms, "rtt_ms": probe["median_ms"],
+            "base_rtt_ms": base_ms, "rtt_ms": probe["median_ms"], "rtt_probe_method": delay.Prober.method,
             "rtt_probe": probe, "base_rtt_probe": base,
             "drop": {"seen": seen, "dropped": dropped, "rate": rate_obs, "ci95": ci,
                      "interval": "wilson", "check": verdict["checks"]["drop"]},
@@ -478,7 +513,8 @@ class EmulatedBackend:
             "background_drop": bg_counters or None,
             "setup_s": setup_s, "traffic_s": traffic_s, "teardown_s": teardown_s,
             "calibration": {k: plan.calibration.get(k) for k in ("measured_at", "host_capacity_bps",
-                                                                  "default_rate_bps", "points")}
+                                                                  "default_rate_bps", "points",
+                                                                  "loadavg_before", "loadavg_after")}
             if plan.calibration else None,
         }
         verdict.pop("checks", None)

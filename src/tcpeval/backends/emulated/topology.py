@@ -5,7 +5,9 @@ Mapping (``tev<id>-<role>`` namespaces):
     paper                               here
     sender 1/2, receiver 1/2            namespaces s1, s2, r1, r2 (one veth each)
     switch A + NetFPGA + ring + switch B  namespace sw:
-        switch A (combines the flows)   IPv4 forwarding from ports tev<id>-s1/-s2
+        switch A (combines the flows)   L2 forwarding by a BPF program at the tc ingress
+                                        of ports tev<id>-s1/-s2 (bpf_redirect to the
+                                        bottleneck's egress; IPv4 forwarding as fallback)
         bottleneck link + its buffer    bridge tev<id>-br, egress qdisc (TBF/HTB: rate, buffer)
         NetFPGA drop module             BPF tc program on tev<id>-br egress (before the queue)
         ring (propagation delay)        netem on the ACK path (ports -s1/-s2 egress), or the
@@ -20,6 +22,7 @@ All ARP/FDB state is static so no flooding or resolution happens during a run.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 
 from tcpeval.backends.emulated import host
@@ -149,15 +152,90 @@ class Topology:
                     (self.ns(f"s{i}"), self.dev("ep")), (self.ns(f"r{i}"), self.dev("ep"))]
         return out
 
+    def fast_path(self, art) -> dict:
+        """The switch's forwarding as L2 redirects (tev_l2fwd at the ports' tc ingress):
+        data from sender port i -> the bottleneck device's egress (dropper, then TBF),
+        ACKs from receiver port i -> sender port i's egress. Saves the routing pass of
+        every packet; the bottleneck's hook order (drop stage, then queue) is unchanged.
+        Where the delay line steals the ACKs at the receiver ports' ingress (priority
+        1), their forwarding entry is never reached."""
+        sw, ep = self.sw, self.dev("ep")
+        data_routes = [f"{receiver_ip(i)}={self.bottleneck_dev},{self.mac(f'r{i}', ep)},"
+                       f"{self.mac('sw', self.bottleneck_dev)}" for i in range(1, self.pairs + 1)]
+        ack_routes = [f"{sender_ip(i)}={self.dev(f's{i}')},{self.mac(f's{i}', ep)},"
+                      f"{self.mac('sw', self.dev(f's{i}'))}" for i in range(1, self.pairs + 1)]
+        for port in self.sender_ports():
+            host.run([art.tevbpf, "fwd", art.dropper_obj, port, *data_routes], ns=sw)
+        for port in self.ack_ports():
+            host.run([art.tevbpf, "fwd", art.dropper_obj, port, *ack_routes], ns=sw)
+        return {"mechanism": "bpf-tc redirect (tev_l2fwd), L2 forwarding at the ports' tc ingress",
+                "data_path": f"{' '.join(self.sender_ports())} ingress -> {self.bottleneck_dev} egress"
+                             + (" -> bridge -> receiver ports" if self.bridged else ""),
+                "fallback": "IPv4 forwarding (unknown destinations, non-IPv4)"}
+
+    def placement(self) -> dict:
+        """CPUs for each part of the path, or None (no steering) with one CPU.
+
+        senders/receivers: RPS of the endpoints' veths (where a frame's receive
+        processing -- and, for a sender, the data its ACKs clock out -- runs); switch:
+        RPS of the switch's sender ports; line: the delay line; *_apps: iperf3 -A (the
+        copies from/to user space). The delay line must share its CPU with no network
+        softirq: softirq runs before any task, RT or not, and measured on 2 CPUs it left
+        43-80 % of the ACKs > 0.5 ms late with the receivers' softirq beside the line,
+        6-9 % with the senders', <= 1 % alone with user-space work.
+          2 CPUs: all softirq on CPU 0; the line and the receivers' copies to user space
+                  (preemptible, the largest per-byte cost) on CPU 1.
+          3 CPUs: senders 0, receivers 1, line 2.
+          4+ CPUs: per pair a sender and a receiver CPU, the last CPU for the line.
+        TCPEVAL_PLACEMENT="s,r,switch,line,s_app,r_app" overrides (benchmarks)."""
+        ncpu = os.cpu_count() or 1
+        n = self.pairs
+        if os.environ.get("TCPEVAL_PLACEMENT"):
+            v = [None if x in ("", "-") else int(x) for x in os.environ["TCPEVAL_PLACEMENT"].split(",")]
+            return {"senders": [v[0]] * n, "receivers": [v[1]] * n, "switch": v[2], "line": v[3],
+                    "sender_apps": [v[4]] * n, "receiver_apps": [v[5]] * n, "source": "TCPEVAL_PLACEMENT"}
+        if ncpu < 2:
+            return {"senders": [None] * n, "receivers": [None] * n, "switch": None, "line": None,
+                    "sender_apps": [None] * n, "receiver_apps": [None] * n, "source": "1 CPU"}
+        if ncpu == 2:
+            return {"senders": [0] * n, "receivers": [0] * n, "switch": 0, "line": 1,
+                    "sender_apps": [0] * n, "receiver_apps": [1] * n, "source": "2 CPUs"}
+        pool = list(range(ncpu - 1))  # the last CPU is the line's alone
+        senders = [pool[(2 * i) % len(pool)] for i in range(n)]
+        receivers = [pool[(2 * i + 1) % len(pool)] for i in range(n)]
+        return {"senders": senders, "receivers": receivers, "switch": None, "line": ncpu - 1,
+                "sender_apps": senders, "receiver_apps": receivers, "source": f"{ncpu} CPUs"}
+
+    def apply_placement(self, place: dict) -> dict:
+        """Write the RPS masks (inside the run's namespaces only); returns them."""
+        masks = {}
+        targets = []
+        for i in range(1, self.pairs + 1):
+            targets += [(self.ns(f"s{i}"), self.dev("ep"), place["senders"][i - 1]),
+                        (self.ns(f"r{i}"), self.dev("ep"), place["receivers"][i - 1])]
+        targets += [(self.sw, port, place["switch"]) for port in self.sender_ports()]
+        for ns, dev, cpu in targets:
+            if cpu is None:
+                continue
+            mask = format(1 << cpu, "x")
+            host.run(["sh", "-c", f"echo {mask} > /sys/class/net/{dev}/queues/rx-0/rps_cpus"], ns=ns)
+            masks[f"{ns.split('-', 1)[1]}:{dev}"] = mask
+        return masks
+
     def offloads_off(self) -> None:
         """Wire-sized packets everywhere: one drop decision per packet (no TSO/GSO/GRO/LRO
         aggregates). Receivers also compute TCP checksums in software, because the delay
         line re-injects their ACKs as fresh frames (a CHECKSUM_PARTIAL ACK would arrive
         with an unfinished checksum)."""
+        senders = {(self.ns(f"s{i}"), self.dev("ep")) for i in range(1, self.pairs + 1)}
         for ns, dev in self.devices():
             args = ["ethtool", "-K", dev]
             for feature in OFFLOADS:
-                args += [feature, "off"]
+                # sender GSO: TCP builds 64 KB skbs, the stack segments them in software
+                # before the veth (TSO off), so MSS-sized frames still reach the dropper --
+                # the paper's NICs did the same in hardware (TSO on, LRO/GRO off).
+                on = feature == "gso" and (ns, dev) in senders
+                args += [feature, "on" if on else "off"]
             host.run(args, ns=ns, check=False)  # lro is "fixed" on veth: ethtool says so, harmless
         for i in range(1, self.pairs + 1):
             host.run(["ethtool", "-K", self.dev("ep"), "tx", "off"], ns=self.ns(f"r{i}"), check=False)

@@ -32,13 +32,18 @@ class FlowProc:
     ss_algorithms: list | None = None  # what `ss -ti` showed on the sender's sockets
     default_cc_set: bool = False
     ss_tries: int = 0
+    sender_cpu: int | None = None    # iperf3 -A (topology.placement: kept off the
+    receiver_cpu: int | None = None  # delay line's CPU where its softirq would follow)
 
     @property
     def pair(self) -> int:
         return self.index + 1
 
     def start_server(self, topo: topology.Topology) -> None:
-        self.server = host.spawn(["iperf3", "-s", "-1", "-p", PORT], ns=topo.ns(f"r{self.pair}"),
+        args = ["iperf3", "-s", "-1", "-p", PORT]
+        if self.receiver_cpu is not None:
+            args += ["-A", self.receiver_cpu]
+        self.server = host.spawn(args, ns=topo.ns(f"r{self.pair}"),
                                  stderr=open(self.err_path.with_suffix(".server.log"), "wb"))
 
     def start_client(self, topo: topology.Topology) -> None:
@@ -48,6 +53,8 @@ class FlowProc:
             args += ["-u", "-b", f"{int(self.rate_bps or 1e9)}"]
         else:
             args += ["-C", self.kernel_name]
+        if self.sender_cpu is not None:
+            args += ["-A", self.sender_cpu]
         self.started_at = time.monotonic()
         self.client = host.spawn(args, ns=topo.ns(f"s{self.pair}"),
                                  stdout=open(self.out_path, "wb"), stderr=open(self.err_path, "wb"))

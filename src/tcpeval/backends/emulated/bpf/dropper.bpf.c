@@ -29,6 +29,10 @@ struct drop_regs {
 	/* beyond the register map: generator state and the lock */
 	__u32 state;         /* 0x20 */
 	struct bpf_spin_lock lock; /* 0x24 */
+	/* evidence, not registers: the largest frame (L2 bytes) seen while enabled and how
+	 * many exceeded MTU + Ethernet header (none may: one decision per wire packet) */
+	__u32 max_len;       /* 0x28 */
+	__u32 over_mtu;      /* 0x2C */
 };
 
 struct {
@@ -40,7 +44,9 @@ struct {
 
 #define CONTROL_ENABLE 1u
 
-static __always_inline int decide(void)
+#define WIRE_MAX 1514u /* MTU 1500 + Ethernet header */
+
+static __always_inline int decide(__u32 len)
 {
 	__u32 key = 0;
 	struct drop_regs *r = bpf_map_lookup_elem(&tev_drop_regs, &key);
@@ -57,6 +63,10 @@ static __always_inline int decide(void)
 		s ^= s >> 17;
 		s ^= s << 5;
 		r->state = s;
+		if (len > r->max_len)
+			r->max_len = len;
+		if (len > WIRE_MAX)
+			r->over_mtu++;
 		seen = (((__u64)r->seen_hi << 32) | r->seen_lo) + 1;
 		r->seen_lo = (__u32)seen;
 		r->seen_hi = (__u32)(seen >> 32);
@@ -78,8 +88,10 @@ SEC("tc")
 int tev_dropper(struct __sk_buff *skb)
 {
 	if (skb->protocol != bpf_htons(ETH_P_IP))
-		return TC_ACT_OK;
-	return decide() ? TC_ACT_SHOT : TC_ACT_OK;
+		return TC_ACT_UNSPEC;
+	/* UNSPEC = pass on, and lets a later filter on the same hook (the switch's L2
+	 * forwarding behind a background-loss instance) see the packet */
+	return decide(skb->len) ? TC_ACT_SHOT : TC_ACT_UNSPEC;
 }
 
 /* Test entry for BPF_PROG_TEST_RUN: one decision per invocation, regardless of the
@@ -87,7 +99,7 @@ int tev_dropper(struct __sk_buff *skb)
 SEC("tc")
 int tev_dropper_test(struct __sk_buff *skb)
 {
-	return decide() ? TC_ACT_SHOT : TC_ACT_OK;
+	return decide(skb->len) ? TC_ACT_SHOT : TC_ACT_OK;
 }
 
 /* Reverse-path tap for the user-space delay line: the AF_PACKET ring has already copied
@@ -97,6 +109,43 @@ SEC("tc")
 int tev_steal(struct __sk_buff *skb)
 {
 	return skb->protocol == bpf_htons(ETH_P_IP) ? TC_ACT_SHOT : TC_ACT_OK;
+}
+
+/* The switch's forwarding (switch A/B of the paper are Ethernet switches): at the tc
+ * ingress of a switch port, frames for a known receiver/sender IPv4 address get the next
+ * hop's MACs and are redirected to the egress of the port (or bridge) behind which it
+ * sits -- through that device's clsact egress (the dropper) and root qdisc (the
+ * bottleneck's TBF), like IP forwarding, but without the routing pass per packet. Unknown
+ * destinations and non-IPv4 frames take the kernel's normal path. */
+struct fwd_entry {
+	__u32 ifindex;
+	__u8 dst[6];
+	__u8 src[6];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32); /* IPv4 destination, network order */
+	__type(value, struct fwd_entry);
+} tev_fwd SEC(".maps");
+
+SEC("tc")
+int tev_l2fwd(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	__u32 daddr;
+
+	if (skb->protocol != bpf_htons(ETH_P_IP) || data + sizeof(*eth) + 20 > end)
+		return TC_ACT_OK;
+	__builtin_memcpy(&daddr, data + sizeof(*eth) + 16, 4);
+	struct fwd_entry *e = bpf_map_lookup_elem(&tev_fwd, &daddr);
+	if (!e)
+		return TC_ACT_OK;
+	__builtin_memcpy(eth->h_dest, e->dst, 6);
+	__builtin_memcpy(eth->h_source, e->src, 6);
+	return bpf_redirect(e->ifindex, 0);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -6,6 +6,9 @@
  *   tevbpf read MAP_ID                             -> all registers as JSON
  *   tevbpf read MAP_ID OFFSET                      -> one register, like rdaxi: "0xOFF = 0xVALUE"
  *   tevbpf testrun OBJ SEED THRESHOLD N            BPF_PROG_TEST_RUN N packets
+ *   tevbpf fwd OBJ IFNAME IPv4=OUTIF,DSTMAC,SRCMAC ...
+ *                                                  the switch's L2 forwarding (tev_l2fwd) at
+ *                                                  IFNAME's tc ingress, after the dropper
  *
  * The attachment outlives this process (tc holds the program, the program holds the
  * map); later calls reach the map by id, so nothing is pinned on the host. Map access
@@ -13,6 +16,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <arpa/inet.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,7 @@ struct drop_regs {
 	uint32_t seen_lo, seen_hi, dropped_lo, dropped_hi;
 	uint32_t state;
 	uint32_t lock; /* struct bpf_spin_lock */
+	uint32_t max_len, over_mtu; /* evidence: largest frame, frames > 1514 B */
 };
 
 #define SEED_IF_ZERO 0x2545F491u
@@ -93,7 +98,8 @@ static void reg_write(struct drop_regs *r, unsigned off, uint32_t v)
 		if (v & 2u)
 			r->state = effective_seed(r->seed);
 		if (v & 4u)
-			r->seen_lo = r->seen_hi = r->dropped_lo = r->dropped_hi = 0;
+			r->seen_lo = r->seen_hi = r->dropped_lo = r->dropped_hi = r->max_len =
+				r->over_mtu = 0;
 		break;
 	case 0x04: r->threshold_lo = v; break;
 	case 0x08: r->threshold_hi = v & 1u; break;
@@ -107,10 +113,11 @@ static void reg_write(struct drop_regs *r, unsigned off, uint32_t v)
 static void print_regs(const struct drop_regs *r)
 {
 	printf("{\"control\":%u,\"threshold_lo\":%u,\"threshold_hi\":%u,\"seed\":%u,"
-	       "\"seen\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"state\":%u}\n",
+	       "\"seen\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"state\":%u,"
+	       "\"max_frame_bytes\":%u,\"frames_over_mtu\":%u}\n",
 	       r->control, r->threshold_lo, r->threshold_hi, r->seed,
 	       ((uint64_t)r->seen_hi << 32) | r->seen_lo,
-	       ((uint64_t)r->dropped_hi << 32) | r->dropped_lo, r->state);
+	       ((uint64_t)r->dropped_hi << 32) | r->dropped_lo, r->state, r->max_len, r->over_mtu);
 }
 
 static int cmd_attach(int argc, char **argv)
@@ -139,6 +146,57 @@ static int cmd_attach(int argc, char **argv)
 	struct bpf_map *map = bpf_object__find_map_by_name(obj, "tev_drop_regs");
 	printf("{\"prog_id\":%u,\"map_id\":%u}\n", opts.prog_id,
 	       map ? map_id_of(bpf_map__fd(map)) : 0);
+	return 0;
+}
+
+static int cmd_fwd(int argc, char **argv)
+{
+	if (argc < 5) {
+		fprintf(stderr, "usage: tevbpf fwd OBJ IFNAME IPv4=OUTIF,DSTMAC,SRCMAC ...\n");
+		return 2;
+	}
+	struct bpf_object *obj = open_load(argv[2]);
+	struct bpf_program *prog = bpf_object__find_program_by_name(obj, "tev_l2fwd");
+	struct bpf_map *map = bpf_object__find_map_by_name(obj, "tev_fwd");
+	if (!prog || !map)
+		die("object lacks tev_l2fwd/tev_fwd", ENOENT);
+	for (int i = 4; i < argc; i++) {
+		struct { uint32_t ifindex; uint8_t dst[6], src[6]; } e = {0};
+		char buf[128], ip[32], out[IFNAMSIZ + 1];
+		uint32_t key;
+		snprintf(buf, sizeof(buf), "%s", argv[i]);
+		char *eq = strchr(buf, '='), *c1 = eq ? strchr(eq, ',') : NULL;
+		char *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+		if (!eq || !c1 || !c2 || eq - buf >= (long)sizeof(ip) || c1 - eq - 1 > IFNAMSIZ) {
+			fprintf(stderr, "tevbpf: bad route %s\n", argv[i]);
+			return 2;
+		}
+		snprintf(ip, sizeof(ip), "%.*s", (int)(eq - buf), buf);
+		snprintf(out, sizeof(out), "%.*s", (int)(c1 - eq - 1), eq + 1);
+		if (inet_pton(AF_INET, ip, &key) != 1 || !(e.ifindex = if_nametoindex(out)) ||
+		    sscanf(c1 + 1, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &e.dst[0], &e.dst[1], &e.dst[2],
+			   &e.dst[3], &e.dst[4], &e.dst[5]) != 6 ||
+		    sscanf(c2 + 1, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &e.src[0], &e.src[1], &e.src[2],
+			   &e.src[3], &e.src[4], &e.src[5]) != 6) {
+			fprintf(stderr, "tevbpf: bad route %s\n", argv[i]);
+			return 2;
+		}
+		if (bpf_map_update_elem(bpf_map__fd(map), &key, &e, BPF_ANY))
+			die("route update", errno);
+	}
+	int ifindex = if_nametoindex(argv[3]);
+	if (!ifindex)
+		die(argv[3], errno);
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
+	int err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST)
+		die("clsact", err);
+	/* priority 2: behind a background-loss dropper (priority 1) on the same hook */
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = 2, .priority = 2, .prog_fd = bpf_program__fd(prog));
+	err = bpf_tc_attach(&hook, &opts);
+	if (err)
+		die("tc attach", err);
+	printf("{\"prog_id\":%u}\n", opts.prog_id);
 	return 0;
 }
 
@@ -199,6 +257,8 @@ int main(int argc, char **argv)
 		return cmd_attach(argc, argv);
 	if (!strcmp(argv[1], "testrun"))
 		return cmd_testrun(argc, argv);
+	if (!strcmp(argv[1], "fwd"))
+		return cmd_fwd(argc, argv);
 	if (!strcmp(argv[1], "read") && argc == 3) {
 		struct drop_regs r;
 		lookup(map_fd_by_id(argv[2]), &r);

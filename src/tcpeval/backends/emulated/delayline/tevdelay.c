@@ -139,6 +139,7 @@ static int cmd_line(int argc, char **argv)
 			cpu = atoi(v);
 		else if (!strcmp(a, "--rt"))
 			rt_prio = atoi(v);
+
 		else if (!strcmp(a, "--stats"))
 			stats_path = v;
 		else if (!strcmp(a, "--in") && nin < MAX_IN)
@@ -364,6 +365,9 @@ static int cmd_echo(int argc, char **argv)
 	}
 }
 
+/* Probes are paced (one every INTERVAL_US) and not sent in lock-step with the replies,
+ * so COUNT probes take COUNT * INTERVAL + one RTT however long the RTT is; each probe
+ * carries its own sequence number and its send time is kept here. */
 static int cmd_probe(int argc, char **argv)
 {
 	if (argc != 6)
@@ -374,31 +378,50 @@ static int cmd_probe(int argc, char **argv)
 	    connect(fd, (struct sockaddr *)&a, sizeof(a)))
 		die("probe connect");
 	int count = atoi(argv[4]);
-	long interval = atol(argv[5]);
-	struct timeval tv = {.tv_sec = 1};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	printf("{\"rtt_ns\":[");
-	int first = 1, lost = 0;
-	for (int i = 0; i < count; i++) {
-		uint64_t seq = (uint64_t)i, back;
-		int64_t t0 = now_ns(CLOCK_MONOTONIC);
-		if (send(fd, &seq, sizeof(seq), 0) != sizeof(seq))
-			die("probe send");
-		for (;;) {
-			ssize_t n = recv(fd, &back, sizeof(back), 0);
-			if (n == sizeof(back) && back == seq) {
-				printf(first ? "%" PRId64 : ",%" PRId64, now_ns(CLOCK_MONOTONIC) - t0);
-				first = 0;
-				break;
-			}
-			if (n < 0) {
-				lost++;
-				break;
+	int64_t interval = atol(argv[5]) * 1000LL;
+	if (count < 1 || count > 100000)
+		return 2;
+	int64_t *sent = calloc((size_t)count, sizeof(int64_t)), *rtt = calloc((size_t)count, sizeof(int64_t));
+	if (!sent || !rtt)
+		die("calloc");
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	int nsent = 0, got = 0;
+	int64_t next = now_ns(CLOCK_MONOTONIC), deadline = INT64_MAX;
+	while (got < count) {
+		int64_t now = now_ns(CLOCK_MONOTONIC);
+		if (nsent < count && now >= next) {
+			uint64_t seq = (uint64_t)nsent;
+			sent[nsent] = now_ns(CLOCK_MONOTONIC);
+			if (send(fd, &seq, sizeof(seq), 0) != sizeof(seq))
+				die("probe send");
+			if (++nsent == count)
+				deadline = now + 1000000000LL; /* replies may take up to 1 s */
+			next += interval;
+			continue;
+		}
+		if (now >= deadline)
+			break;
+		int64_t until = nsent < count ? next : deadline;
+		int ms = (int)((until - now + 999999) / 1000000);
+		if (poll(&pfd, 1, ms > 0 ? ms : 0) > 0) {
+			uint64_t back;
+			while (recv(fd, &back, sizeof(back), MSG_DONTWAIT) == sizeof(back)) {
+				int64_t t = now_ns(CLOCK_MONOTONIC);
+				if (back < (uint64_t)nsent && !rtt[back]) {
+					rtt[back] = t - sent[back];
+					got++;
+				}
 			}
 		}
-		usleep((useconds_t)interval);
 	}
-	printf("],\"lost\":%d}\n", lost);
+	printf("{\"rtt_ns\":[");
+	int first = 1;
+	for (int i = 0; i < count; i++)
+		if (rtt[i]) {
+			printf(first ? "%" PRId64 : ",%" PRId64, rtt[i]);
+			first = 0;
+		}
+	printf("],\"lost\":%d}\n", count - got);
 	return 0;
 }
 

@@ -1,0 +1,62 @@
+"""The per-packet path's shortcuts keep its semantics: sender GSO still puts only
+wire-sized frames on the dropper, the switch's L2 redirect (not IP forwarding) carries the
+data through the bottleneck's drop stage and queue, and the CPU placement keeps the delay
+line's CPU free of network softirq."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tcpeval.spec import adhoc_condition
+
+from emulated_helpers import nothing_left, run_id_of
+
+pytestmark = pytest.mark.root
+
+RATE = 200e6  # low: independent of how busy the shared host is
+WIRE_MAX = 1514  # MTU 1500 + Ethernet header
+
+
+@pytest.mark.parametrize("variants", [["cubic"], ["reno", "cubic"]])
+def test_wire_sized_frames_through_l2_switch(backend, tmp_path, variants):
+    cond = adhoc_condition(variants, 2.0, 0.0, 2.0, impl="native", rate_bps=RATE, seed=4)
+    record = backend.run(cond, tmp_path)
+    assert record["fidelity"]["verdict"] == "ok", record["fidelity"]["reasons"]
+    wire = record["mechanisms"]["drop_detail"]["wire_sized_packets"]
+    seen = record["measured"]["drop"]["seen"]
+    # 2 s at 200 Mbps: ~34,000 data frames, every one a decision of its own
+    assert seen > 10_000
+    assert wire["frames_over_mtu"] == 0
+    assert 1400 < wire["max_frame_bytes"] <= WIRE_MAX  # MSS-sized data frames, no aggregates
+    # GSO only in the senders' stacks (keys "<ns role>:<device>"), TSO and GRO nowhere
+    offloads = record["environment"]["offloads"]
+    senders = [k for k in offloads if k.startswith("s") and not k.startswith("sw:")]
+    assert len(senders) == len(variants)
+    for k in senders:
+        assert offloads[k]["generic-segmentation-offload"] == "on", k
+    for k, v in offloads.items():
+        assert v["tcp-segmentation-offload"] == "off", k
+        assert v["generic-receive-offload"] == "off", k
+        if k not in senders:
+            assert v["generic-segmentation-offload"] == "off", k
+    switch = record["mechanisms"]["switch"]
+    assert switch["mechanism"].startswith("bpf-tc redirect")
+    # the data went through the redirect, not the routing fallback
+    assert switch["ip_forwarded_during_traffic"] == 0
+    assert record["mechanisms"]["topology"]["bridged"] is (len(variants) == 2)
+    for flow in record["flows"]:
+        assert flow["summary"]["mean_throughput_bps"] > 0.2 * RATE / len(variants)
+    assert nothing_left(run_id_of(tmp_path))
+
+
+def test_delay_line_cpu_has_no_network_softirq(backend, tmp_path):
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: nothing to place")
+    cond = adhoc_condition(["cubic"], 6.2, 0.0, 1.0, impl="native", rate_bps=RATE, seed=2)
+    record = backend.run(cond, tmp_path)
+    place = record["mechanisms"]["placement"]
+    line = place["line"]
+    assert line is not None and record["mechanisms"]["delay_detail"].get("cpu", line) == line
+    steered = {int(mask, 16).bit_length() - 1 for mask in place["rps_masks"].values()}
+    assert steered and line not in steered, place
