@@ -21,6 +21,12 @@ ARGS = ["--variant", "cubic", "--impl", "native", "--rtt", "2", "--drop", "0", "
         "--quiet"]
 
 
+
+def emulated_netns() -> set[str]:
+    """The emulated backend's namespaces only: other experiments' (tevcc*, tevtb*) may come
+    and go on a shared host while these tests run."""
+    return {ns for ns in host.list_netns() if host.NS_RE.match(ns)}
+
 def start_run(out: Path, duration: float = 20) -> subprocess.Popen:
     return subprocess.Popen(tcpeval_cmd("run", *ARGS, "--duration", str(duration), "--out", str(out)),
                             env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -110,7 +116,7 @@ def test_cleanup_command_removes_dead_run(tmp_path):
 def test_not_root_fails_before_creating_anything(tmp_path):
     if subprocess.run(["which", "setpriv"], capture_output=True).returncode != 0:
         pytest.skip("setpriv not available")
-    before = set(host.list_netns())
+    before = emulated_netns()
     out = tmp_path / "out"
     os.chmod(tmp_path, 0o777)
     res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
@@ -118,7 +124,7 @@ def test_not_root_fails_before_creating_anything(tmp_path):
                          env=env(), capture_output=True, text=True, timeout=60)
     assert res.returncode == 2
     assert "needs root" in res.stderr
-    assert set(host.list_netns()) == before
+    assert emulated_netns() == before
     assert not out.exists()
 
 
@@ -127,13 +133,13 @@ def test_lock_prevents_concurrent_runs(tmp_path):
     try:
         # wait until no one else (another engineer's test) holds it, then hold it ourselves
         fcntl.flock(fd, fcntl.LOCK_EX)
-        before = set(host.list_netns())
+        before = emulated_netns()
         res = subprocess.run(tcpeval_cmd("run", *ARGS, "--duration", "1", "--out", str(tmp_path),
                                          "--lock-timeout", "1"),
                              env=env(), capture_output=True, text=True, timeout=60)
         assert res.returncode == 1
         assert "another experiment holds" in res.stderr + (tmp_path / "run.log").read_text()
-        assert set(host.list_netns()) == before
+        assert emulated_netns() == before
         assert not (tmp_path / "trace.json").exists()
     finally:
         os.close(fd)
