@@ -289,17 +289,20 @@ def convergence(ds: T.Dataset, prefix: Path) -> dict:
 
     missing = _bars(ax, groups, rtt_labels, val, colours, annotate=ann, top=top)
     width = 0.8 / max(len(rtt_labels), 1)
+    spread_top = 0.0
     for gi, g in enumerate(groups):
         for hi, rl in enumerate(rtt_labels):
             c = cell(g, rl)
             if c is not None and np.isfinite(c["spread_bps"]):
                 ax2.plot(gi - 0.4 + width * (hi + 0.5), c["spread_bps"] / GBPS, "D", ms=3.5,
                          color="black", mfc=colours[rl])
+                spread_top = max(spread_top, c["spread_bps"] / GBPS)
     ax.set_xticklabels([T.pairing_label(*g) for g in groups], rotation=30, ha="right")
     ax.set_ylim(0, top)
     ax.set_ylabel("convergence time [s] (bars)")
     ax2.set_ylabel("spread [Gbit/s] (points)")
-    ax2.set_ylim(bottom=0)
+    # headroom so the highest point is drawn whole rather than cut by the frame
+    ax2.set_ylim(0, spread_top * 1.15 if spread_top > 0 else None)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(title="RTT", loc="upper left", ncol=len(rtt_labels), frameon=True)
     if not groups:
