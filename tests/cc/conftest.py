@@ -57,6 +57,52 @@ def net_lock():
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+EVENT_FIELDS = ("t_ns", "old", "new", "cwnd", "prior_cwnd", "ssthresh", "prior_ssthresh",
+                "total_retrans", "p0", "p1", "p2", "p3")
+
+
+class LossProbe:
+    """Records the flow's congestion-state changes in the kernel, at the moment they
+    happen (cc/probe/lossprobe.bpf.c), independent of any userspace sampling."""
+
+    def __init__(self, daddr: str, dport: int):
+        from tcpeval.cc._build import build_probe
+        out = build_probe()
+        self.proc = subprocess.Popen([str(out / "tevcc-lossprobe"),
+                                      str(out / "probe" / "lossprobe.bpf.o"), daddr, str(dport)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().strip()
+        if line != "ready":
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError(f"lossprobe failed: {line} {self.proc.stderr.read()}")
+
+    def stop(self) -> list[dict]:
+        """Detach, drain and return the events (dicts over EVENT_FIELDS + 'ca');
+        self.misses: probe runs the kernel skipped (-1: unknown)."""
+        try:
+            out, err = self.proc.communicate(input="", timeout=15)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        lines = out.splitlines()
+        if self.proc.returncode != 0 or not lines or lines[-1] != "end":
+            raise RuntimeError(f"lossprobe exit {self.proc.returncode}: {err}")
+        events = []
+        self.misses = None
+        for ln in lines:
+            if ln.startswith("misses "):
+                self.misses = int(ln.split()[1])
+            if ln.startswith("ev "):
+                f = ln.split()
+                ev = dict(zip(EVENT_FIELDS, map(int, f[1:13])))
+                ev["ca"] = f[13]
+                events.append(ev)
+        return events
+
+
 class Dumbbell:
     RATE = "100mbit"
 
@@ -119,37 +165,49 @@ class Dumbbell:
             sh("ip", "netns", "del", ns, check=False)
         self.created.clear()
 
-    def flow(self, algo: str, seconds: float, during=None, rcvbuf: int = 0) -> dict:
+    def flow(self, algo: str, seconds: float, during=None, rcvbuf: int = 0,
+             probe: bool = False) -> dict:
         """One sender->receiver flow with `algo`; returns the sender's JSON report.
-        `during(self)` runs while the flow is active."""
+        `during(self)` runs while the flow is active. With `probe`, the report gets
+        "events": the kernel's congestion-state changes of this flow (LossProbe)."""
         py = sys.executable
         tool = str(HERE / "flowtool.py")
         with net_lock():
-            sink = subprocess.Popen(["ip", "netns", "exec", self.D, py, tool, "sink",
-                                     str(self.port), str(rcvbuf)], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
+            lp = LossProbe(self.d_addr, self.port) if probe else None
             try:
-                assert sink.stdout.readline().strip() == "listening"
-                sender = subprocess.Popen(["ip", "netns", "exec", self.S, py, tool, "send",
-                                           self.d_addr, str(self.port), algo, str(seconds)],
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          text=True)
-                try:
-                    if during:
-                        time.sleep(min(0.4, seconds / 2))
-                        during(self)
-                    out, err = sender.communicate(timeout=seconds + 30)
-                finally:
-                    if sender.poll() is None:
-                        sender.kill()
-                        sender.wait()
-                if sender.returncode != 0:
-                    raise RuntimeError(f"sender failed: {err}")
-                sink.wait(timeout=10)
+                rep = self._flow(py, tool, algo, seconds, during, rcvbuf)
             finally:
-                if sink.poll() is None:
-                    sink.kill()
-                    sink.wait()
+                events = lp.stop() if lp else None
+        if probe:
+            rep["events"], rep["probe_misses"] = events, lp.misses
+        return rep
+
+    def _flow(self, py, tool, algo, seconds, during, rcvbuf) -> dict:
+        sink = subprocess.Popen(["ip", "netns", "exec", self.D, py, tool, "sink",
+                                 str(self.port), str(rcvbuf)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            assert sink.stdout.readline().strip() == "listening"
+            sender = subprocess.Popen(["ip", "netns", "exec", self.S, py, tool, "send",
+                                       self.d_addr, str(self.port), algo, str(seconds)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True)
+            try:
+                if during:
+                    time.sleep(min(0.4, seconds / 2))
+                    during(self)
+                out, err = sender.communicate(timeout=seconds + 30)
+            finally:
+                if sender.poll() is None:
+                    sender.kill()
+                    sender.wait()
+            if sender.returncode != 0:
+                raise RuntimeError(f"sender failed: {err}")
+            sink.wait(timeout=10)
+        finally:
+            if sink.poll() is None:
+                sink.kill()
+                sink.wait()
         return json.loads(out)
 
 

@@ -206,3 +206,21 @@ def test_hz_is_emulated(host_build):
         s.ack(1, rtt_us=100_000)
         min_rtt = C.c_uint32.from_buffer(s.sk.icsk_ca_priv, 12).value
         assert min_rtt == want, (hz, min_rtt)
+
+
+@pytest.mark.parametrize("cwnd", [3, 100, 10_000, 1_000_000, 0xFFFFFFFF // 128])
+def test_htcp_ssthresh_and_undo_stay_within_beta_bounds(host_build, cwnd):
+    # An early kernel run logged H-TCP ssthresh 2183157349 = 0x82205665, which is
+    # no H-TCP value: ssthresh is cwnd*beta>>7 with beta in [64, 102] (u32 safe up
+    # to the 3.16 clamp 2^32/128) and undo is max(cwnd, ssthresh*128/beta). Two
+    # losses with minRTT/maxRTT ~ 0.65 move beta off 0.5; undo follows each.
+    s = Sim(host_build, "htcp", cwnd=cwnd, ssthresh=max(cwnd // 2, 2))
+    for rtt in (50_000, 65_000, 80_000):   # maxRTT accepts steps <= 20 ms
+        s.ack(1, rtt_us=rtt, dt_us=10_000)
+    for _ in range(2):
+        s.sk.snd_cwnd = cwnd
+        prior, ss = s.loss()
+        beta = C.c_uint8.from_buffer(s.sk.icsk_ca_priv, 4).value
+        assert 64 <= beta <= 102 and ss == max((cwnd * beta) >> 7, 2), (cwnd, beta, ss)
+        assert s.undo() == max(s.cwnd, (ss << 7) // beta) <= max(cwnd, 2 * ss + 2)
+    assert 64 < beta < 102                   # minRTT/maxRTT after the mode switch

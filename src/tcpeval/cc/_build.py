@@ -58,6 +58,15 @@ def build(out_dir: str | os.PathLike | None = None) -> Path:
     return out
 
 
+def build_probe(out_dir: str | os.PathLike | None = None) -> Path:
+    """Compile the loss-event probe used by the kernel tests (BTF tracepoint
+    tcp_cong_state_set): <dir>/probe/lossprobe.bpf.o and <dir>/tevcc-lossprobe."""
+    build(out_dir)  # same prerequisites (clang, bpftool, libbpf, BTF)
+    out = _out(out_dir)
+    _make(out, "probe")
+    return out
+
+
 def build_host(out_dir: str | os.PathLike | None = None) -> Path:
     """Compile the userspace harness libraries <dir>/host/lib<variant>316.so."""
     if shutil.which("cc") is None:

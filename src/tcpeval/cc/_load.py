@@ -1,6 +1,7 @@
 """Registering a port (BPF struct_ops link held by tevcc-loader) or using a native one."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import selectors
@@ -38,10 +39,21 @@ class CCHandle:
 
 
 class _Registration:
-    def __init__(self, handle: CCHandle, proc: subprocess.Popen | None):
+    def __init__(self, handle: CCHandle, proc: subprocess.Popen | None, use_fd: int):
         self.handle = handle
         self.proc = proc
         self.count = 0
+        self.use_fd = use_fd  # shared flock on the name's use lock while in use
+
+
+def _use_lock(name: str) -> int:
+    """A shared flock on /run/tcpeval-cc/<name>.lock, held by every process using the
+    registration; the owner takes it exclusively before unregistering, so it never
+    pulls the algorithm from under another process's sockets."""
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    fd = os.open(STATE_DIR / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
 
 
 _lock = threading.Lock()
@@ -80,6 +92,25 @@ def _wait_gone(name: str, timeout: float = 5.0) -> bool:
 
 def _start_loader(variant: str, hz: int) -> _Registration:
     name = kernel_name(variant)
+    for attempt in range(5):
+        fd = _use_lock(name)
+        try:
+            return _start_loader_locked(variant, hz, fd)
+        except _Raced:
+            os.close(fd)
+            time.sleep(0.2 * (attempt + 1))
+        except BaseException:
+            os.close(fd)
+            raise
+    raise CCError(f"registering {name} kept racing with another process")
+
+
+class _Raced(Exception):
+    """Another process registered or unregistered the name meanwhile: retry."""
+
+
+def _start_loader_locked(variant: str, hz: int, use_fd: int) -> _Registration:
+    name = kernel_name(variant)
     out = build()
     obj = bpf_object(variant, out)
     handle_kw = dict(variant=variant, impl="port", kernel_name=name,
@@ -91,7 +122,15 @@ def _start_loader(variant: str, hz: int) -> _Registration:
         st = _read_state(name)
         if (st and _pid_alive(st.get("pid", -1)) and st.get("hz") == hz
                 and st.get("object_sha256") == handle_kw["object_sha256"]):
-            return _Registration(CCHandle(**handle_kw, owner_pid=st["pid"], shared=True), None)
+            # our shared lock keeps the owner from unregistering; it may have done
+            # so just before we got the lock
+            if name not in available_algorithms():
+                raise _Raced()
+            return _Registration(CCHandle(**handle_kw, owner_pid=st["pid"], shared=True), None,
+                                 use_fd)
+        if st and st.get("pid") and not _pid_alive(st["pid"]) or (
+                st is None and name not in available_algorithms()):
+            raise _Raced()  # its loader just ended; the kernel is unregistering it
         detail = (f"by tcpeval loader pid {st.get('pid')} with hz={st.get('hz')}, "
                   f"object {str(st.get('object_sha256'))[:12]}" if st else "by another program")
         raise CCError(f"{name} is already registered {detail}; it differs from the request "
@@ -110,10 +149,12 @@ def _start_loader(variant: str, hz: int) -> _Registration:
     sel.close()
     if not line.startswith(b"ready "):
         _stop(proc)
+        if proc.returncode == 3:  # EEXIST: another process registered it first
+            raise _Raced()
         err = proc.stderr.read().decode(errors="replace").strip()
         raise CCError(f"registering {name} failed (loader exit {proc.returncode}): "
                       f"{err[-2000:] or 'no ready line within %.0f s' % READY_TIMEOUT}")
-    reg = _Registration(CCHandle(**handle_kw, owner_pid=proc.pid), proc)
+    reg = _Registration(CCHandle(**handle_kw, owner_pid=proc.pid), proc, use_fd)
     try:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         _state_file(name).write_text(json.dumps(
@@ -143,8 +184,17 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def _release(reg: _Registration) -> None:
     name = reg.handle.kernel_name
-    if reg.proc is None:
-        return  # shared: not ours to unregister
+    try:
+        if reg.proc is None:
+            return  # shared: not ours to unregister
+        # wait until no other process uses it (they hold the lock shared)
+        fcntl.flock(reg.use_fd, fcntl.LOCK_EX)
+        _release_owned(reg, name)
+    finally:
+        os.close(reg.use_fd)
+
+
+def _release_owned(reg: _Registration, name: str) -> None:
     _stop(reg.proc)
     st = _read_state(name)
     if st and st.get("pid") == reg.proc.pid:
