@@ -19,7 +19,7 @@ rule run:
     params:
         design=config["design"],
         raw_dir=RAW_DIR,
-        testbed=f"--testbed {config['testbed']}" if "testbed" in config else "",
+        testbed=f"--testbed {config['testbed']}" if BACKEND == "testbed" else "",
     threads: workflow.cores if BACKEND == "emulated" else 1
     resources:
         net=1,
