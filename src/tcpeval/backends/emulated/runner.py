@@ -365,10 +365,15 @@ class EmulatedBackend:
                         rate_bps=flow.rate_bps, out_path=run_dir / f"iperf3-flow{i}.json",
                         err_path=run_dir / f"iperf3-flow{i}.log",
                         sender_cpu=place["sender_apps"][i], receiver_cpu=place["receiver_apps"][i]))
+                allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().split()
                 for fp in flows:
-                    if fp.kernel_name:
-                        # the namespace default too, so iperf3's control connection uses
-                        # the flow's algorithm and every socket of the sender can be checked
+                    # The namespace default too, so iperf3's control connection uses the
+                    # flow's algorithm and every socket of the sender can be checked. Only
+                    # for algorithms a namespace may take as default (tcp_allowed_...): for
+                    # others the kernel answers EPERM and, in this kernel, keeps a reference
+                    # to the algorithm on that path, so an unregistered port's struct_ops map
+                    # would linger until reboot.
+                    if fp.kernel_name and fp.kernel_name in allowed:
                         fp.default_cc_set = bool(topology.sysctl(
                             topo.ns(f"s{fp.pair}"), {"net.ipv4.tcp_congestion_control": fp.kernel_name},
                             strict=False))
