@@ -10,7 +10,7 @@ import difflib
 import itertools
 import string
 import zlib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -357,7 +357,3 @@ def adhoc_condition(variants: list[str], rtt_ms: float, drop: float, duration_s:
                      interval_s=float(interval_s), rate_bps=rate_bps, buffer_bytes=buffer_bytes,
                      background_loss=float(background_loss), hz=hz,
                      seed=seed if seed is not None else _seed_for("adhoc", "adhoc", tuple(variants), rtt_ms, drop, rep))
-
-
-def with_backend(condition: Condition, backend: str) -> Condition:
-    return replace(condition, backend=backend)

@@ -7,7 +7,6 @@ recorded in the kernel at the moment they happen (conftest.LossProbe).
 """
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -176,26 +175,21 @@ def test_highspeed316_increase_follows_the_table(dumbbell):
     assert 1.7 <= got <= 2.3, (c0, c1, acks, got)
 
 
-def _struct_ops_ids(name: str) -> set[str]:
-    listing = subprocess.run(["bpftool", "struct_ops", "list"], capture_output=True, text=True).stdout
-    return {line.split(":")[0] for line in listing.splitlines() if line.split()[1:2] == [name]}
-
-
 def test_loading_twice_is_harmless_and_unload_leaves_nothing():
     # Only this test's own struct_ops map is judged: maps of other runs on a shared host
     # may still be held by the kernel (see the closing note of issue 3).
-    before = _struct_ops_ids("cubic316")
+    before = cc.struct_ops_map_ids("cubic316")
     with cc.loaded("cubic") as a:
         with cc.loaded("cubic") as b:
             assert a is b
         assert "cubic316" in cc.available_algorithms()
-        ours = _struct_ops_ids("cubic316") - before
+        ours = cc.struct_ops_map_ids("cubic316") - before
         assert len(ours) == 1, ours
     assert "cubic316" not in cc.available_algorithms()
     deadline = time.monotonic() + 5
-    while ours & _struct_ops_ids("cubic316") and time.monotonic() < deadline:
+    while ours & cc.struct_ops_map_ids("cubic316") and time.monotonic() < deadline:
         time.sleep(0.2)  # the map goes once the last reference to it is dropped
-    assert not ours & _struct_ops_ids("cubic316")
+    assert not ours & cc.struct_ops_map_ids("cubic316")
 
 
 def test_sigterm_unregisters():

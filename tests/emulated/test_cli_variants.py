@@ -9,22 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from tcpeval import spec, trace
+from tcpeval import cc, spec, trace
 
 pytestmark = pytest.mark.root
 TCPEVAL = str(Path(sys.executable).with_name("tcpeval"))
-
-
-def struct_ops_ids(name: str) -> set[str]:
-    listing = subprocess.run(["bpftool", "struct_ops", "list"], capture_output=True, text=True).stdout
-    return {line.split(":")[0] for line in listing.splitlines() if line.split()[1:2] == [name]}
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 @pytest.mark.parametrize("variant", spec.KNOWN_VARIANTS)
 def test_each_variant_runs_from_the_command_line_with_verdict_ok(variant, tmp_path):
     out = tmp_path / variant
-    maps_before = struct_ops_ids(f"{variant}316")
+    maps_before = cc.struct_ops_map_ids(f"{variant}316")
     proc = subprocess.run([TCPEVAL, "run", "--backend", "emulated", "--variant", variant, "--rtt", "6.2",
                            "--drop", "1e-5", "--duration", "5", "--out", str(out), "--quiet"],
                           capture_output=True, text=True, timeout=180)
@@ -40,7 +35,7 @@ def test_each_variant_runs_from_the_command_line_with_verdict_ok(variant, tmp_pa
     assert json.loads((out / "iperf3-flow0.json").read_text())["end"]["sender_tcp_congestion"] == f"{variant}316"
     # the port's struct_ops map goes with the run (no kernel reference left behind)
     for _ in range(25):
-        if struct_ops_ids(f"{variant}316") <= maps_before:
+        if cc.struct_ops_map_ids(f"{variant}316") <= maps_before:
             break
         time.sleep(0.2)
-    assert struct_ops_ids(f"{variant}316") <= maps_before
+    assert cc.struct_ops_map_ids(f"{variant}316") <= maps_before

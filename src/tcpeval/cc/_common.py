@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 from pathlib import Path
 
 VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic")
@@ -76,3 +77,10 @@ def available_algorithms() -> list[str]:
     except OSError as err:
         raise HostError(f"cannot read tcp_available_congestion_control: {err}") from err
     return text.split()
+
+
+def struct_ops_map_ids(name: str) -> set[str]:
+    """Ids of the struct_ops maps named ``name`` the kernel still holds (registered or not):
+    a map outlives its registration while anything references it."""
+    listing = subprocess.run(["bpftool", "struct_ops", "list"], capture_output=True, text=True).stdout
+    return {line.split(":")[0] for line in listing.splitlines() if line.split()[1:2] == [name]}
