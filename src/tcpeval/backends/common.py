@@ -21,10 +21,12 @@ PAPER_SYSCTLS = {
     "net.ipv4.tcp_no_metrics_save": 1,
 }
 # Linux 3.16-like stack behaviour, overridable per condition (Condition.stack):
-# no RACK loss detection (3.16 predates it), the 3.16 TSQ limit of 128 KB.
+# no RACK loss detection (3.16 predates it), the 3.16 TSQ limit of 128 KB, no SACK
+# compression (4.19 on: a receiver holds back up to 44 SACKs; 3.16 sent each one).
 STACK_316 = {
     "net.ipv4.tcp_recovery": 0,
     "net.ipv4.tcp_limit_output_bytes": 131072,
+    "net.ipv4.tcp_comp_sack_nr": 0,
 }
 RECORDED_SYSCTLS = sorted(set(PAPER_SYSCTLS) | set(STACK_316) | {
     "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",

@@ -13,9 +13,16 @@ class BpfDropper:
     mechanism = "bpf-tc"
     concurrency = "bpf_spin_lock (one total order of draws across CPUs)"
 
-    def __init__(self, art: Artifacts, ns: str, dev: str, direction: str = "egress"):
+    def __init__(self, art: Artifacts, ns: str, dev: str, direction: str = "egress", *,
+                 program: str = "tev_dropper", prio: int = 1, also: list[tuple[str, str]] = ()):
+        """Attach ``program`` at ``dev``'s tc hook in ``ns`` -- and, for one module spanning
+        several links, the same program and registers at each (ns, dev) of ``also``."""
         self.art, self.ns, self.dev, self.direction = art, ns, dev, direction
-        out = host.run([art.tevbpf, "attach", art.dropper_obj, "tev_dropper", dev, direction], ns=ns)
+        self.program_name = program
+        self.ports = [(ns, dev), *also]
+        extra = [a for other_ns, other_dev in also for a in ("--also", f"{other_ns}/{other_dev}")]
+        out = host.run([art.tevbpf, "attach", art.dropper_obj, program, dev, direction,
+                        "--prio", str(prio), *extra], ns=ns)
         ids = json.loads(out.stdout)
         self.prog_id, self.map_id = ids["prog_id"], ids["map_id"]
 

@@ -9,7 +9,9 @@ Mapping (``tev<id>-<role>`` namespaces):
                                         of ports tev<id>-s1/-s2 (bpf_redirect to the
                                         bottleneck's egress; IPv4 forwarding as fallback)
         bottleneck link + its buffer    bridge tev<id>-br, egress qdisc (TBF/HTB: rate, buffer)
-        NetFPGA drop module             BPF tc program on tev<id>-br egress (before the queue)
+        NetFPGA drop module             BPF tc program at the ingress of each receiver's link
+                                        (after the queue, as the card sat behind switch A's
+                                        buffer; one program and register map for all links)
         ring (propagation delay)        netem on the ACK path (ports -s1/-s2 egress), or the
                                         tevdelay line on the ACK path (taps on ports -r1/-r2)
         switch B (separates the flows)  the bridge's ports tev<id>-r1/-r2
@@ -80,6 +82,11 @@ class Topology:
     def ack_ports(self) -> list[str]:
         """Switch-side ports where ACKs (receiver -> sender) enter the switch."""
         return [self.dev(f"r{i}") for i in range(1, self.pairs + 1)]
+
+    def drop_stage_links(self) -> list[tuple[str, str]]:
+        """(namespace, device) where the drop stage sees the data: each receiver's
+        interface, after the bottleneck queue, where every frame is a wire packet."""
+        return [(self.ns(f"r{i}"), self.dev("ep")) for i in range(1, self.pairs + 1)]
 
     def sender_ports(self) -> list[str]:
         return [self.dev(f"s{i}") for i in range(1, self.pairs + 1)]
@@ -213,7 +220,10 @@ class Topology:
         for i in range(1, self.pairs + 1):
             targets += [(self.ns(f"s{i}"), self.dev("ep"), place["senders"][i - 1]),
                         (self.ns(f"r{i}"), self.dev("ep"), place["receivers"][i - 1])]
-        targets += [(self.sw, port, place["switch"]) for port in self.sender_ports()]
+        # The receivers' ACKs leave from whichever CPU ran their socket (softirq, or the
+        # reader's process context); steering each ACK port to one CPU keeps them in the
+        # order they were sent (two backlogs would race and reorder them at the taps).
+        targets += [(self.sw, port, place["switch"]) for port in self.sender_ports() + self.ack_ports()]
         for ns, dev, cpu in targets:
             if cpu is None:
                 continue
@@ -223,18 +233,19 @@ class Topology:
         return masks
 
     def offloads_off(self) -> None:
-        """Wire-sized packets everywhere: one drop decision per packet (no TSO/GSO/GRO/LRO
-        aggregates). Receivers also compute TCP checksums in software, because the delay
-        line re-injects their ACKs as fresh frames (a CHECKSUM_PARTIAL ACK would arrive
-        with an unfinished checksum)."""
+        """Wire-sized packets wherever a packet is judged: one drop decision per packet.
+        The senders keep TSO (the paper's NICs segmented in hardware): their 64 KB frames
+        cross into the switch whole -- one pass instead of ~45 -- and are split into wire
+        packets when they enter the bottleneck queue (TBF with a one-frame peak bucket) or
+        leave a switch port (TSO/GSO off there), before the drop stage on the receivers'
+        links. GRO/LRO are off everywhere (as in the paper). Receivers also compute TCP
+        checksums in software, because the delay line re-injects their ACKs as fresh
+        frames (a CHECKSUM_PARTIAL ACK would arrive with an unfinished checksum)."""
         senders = {(self.ns(f"s{i}"), self.dev("ep")) for i in range(1, self.pairs + 1)}
         for ns, dev in self.devices():
             args = ["ethtool", "-K", dev]
             for feature in OFFLOADS:
-                # sender GSO: TCP builds 64 KB skbs, the stack segments them in software
-                # before the veth (TSO off), so MSS-sized frames still reach the dropper --
-                # the paper's NICs did the same in hardware (TSO on, LRO/GRO off).
-                on = feature == "gso" and (ns, dev) in senders
+                on = feature in ("tso", "gso") and (ns, dev) in senders
                 args += [feature, "on" if on else "off"]
             host.run(args, ns=ns, check=False)  # lro is "fixed" on veth: ethtool says so, harmless
         for i in range(1, self.pairs + 1):

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /* tevbpf: loader and register tool for the emulated backend's BPF drop module.
  *
- *   tevbpf attach OBJ PROG IFNAME ingress|egress   -> {"prog_id":..,"map_id":..}
+ *   tevbpf attach OBJ PROG IFNAME ingress|egress [--prio N] [--also NETNS/IFNAME ...]
+ *                                                  -> {"prog_id":..,"map_id":..}
  *   tevbpf write MAP_ID OFFSET VALUE               register write, model semantics
  *   tevbpf read MAP_ID                             -> all registers as JSON
  *   tevbpf read MAP_ID OFFSET                      -> one register, like rdaxi: "0xOFF = 0xVALUE"
  *   tevbpf testrun OBJ SEED THRESHOLD N            BPF_PROG_TEST_RUN N packets
+ *   tevbpf marktest OBJ HEXFRAME                   BPF_PROG_TEST_RUN of the segment mark
+ *                                                  on one frame -> the frame out, in hex
  *   tevbpf fwd OBJ IFNAME IPv4=OUTIF,DSTMAC,SRCMAC ...
  *                                                  the switch's L2 forwarding (tev_l2fwd) at
  *                                                  IFNAME's tc ingress, after the dropper
@@ -14,7 +17,10 @@
  * map); later calls reach the map by id, so nothing is pinned on the host. Map access
  * uses BPF_F_LOCK so it is consistent with the program's bpf_spin_lock.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -120,32 +126,73 @@ static void print_regs(const struct drop_regs *r)
 	       ((uint64_t)r->dropped_hi << 32) | r->dropped_lo, r->state, r->max_len, r->over_mtu);
 }
 
+static void attach_one(struct bpf_program *prog, const char *ifname, int ingress, int prio,
+		       __u32 *prog_id)
+{
+	int ifindex = if_nametoindex(ifname);
+	if (!ifindex)
+		die(ifname, errno);
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+		    .attach_point = ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS);
+	int err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST)
+		die("clsact", err);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = (__u32)prio, .priority = (__u32)prio,
+		    .prog_fd = bpf_program__fd(prog));
+	err = bpf_tc_attach(&hook, &opts);
+	if (err)
+		die("tc attach", err);
+	*prog_id = opts.prog_id;
+}
+
+/* One program (and so one register map) may sit on several ports, in other network
+ * namespaces too (--also NETNS/IFNAME): the drop module on each receiver's link is one
+ * module with one sequence of draws, as the single NetFPGA card was. */
 static int cmd_attach(int argc, char **argv)
 {
-	if (argc != 6) {
-		fprintf(stderr, "usage: tevbpf attach OBJ PROG IFNAME ingress|egress\n");
+	if (argc < 6) {
+		fprintf(stderr, "usage: tevbpf attach OBJ PROG IFNAME ingress|egress [--prio N] "
+				"[--also NETNS/IFNAME ...]\n");
+		return 2;
+	}
+	int ingress = !strcmp(argv[5], "ingress"), prio = 1;
+	for (int i = 6; i < argc; i += 2) {
+		if (i + 1 >= argc || (strcmp(argv[i], "--prio") && strcmp(argv[i], "--also"))) {
+			fprintf(stderr, "tevbpf attach: bad option %s\n", argv[i]);
+			return 2;
+		}
+		if (!strcmp(argv[i], "--prio"))
+			prio = atoi(argv[i + 1]);
+	}
+	if (prio < 1 || prio > 0xffff) {
+		fprintf(stderr, "tevbpf attach: --prio must be 1..65535\n");
 		return 2;
 	}
 	struct bpf_object *obj = open_load(argv[2]);
 	struct bpf_program *prog = bpf_object__find_program_by_name(obj, argv[3]);
 	if (!prog)
 		die(argv[3], ENOENT);
-	int ifindex = if_nametoindex(argv[4]);
-	if (!ifindex)
-		die(argv[4], errno);
-	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
-		    .attach_point = strcmp(argv[5], "ingress") ? BPF_TC_EGRESS : BPF_TC_INGRESS);
-	int err = bpf_tc_hook_create(&hook);
-	if (err && err != -EEXIST)
-		die("clsact", err);
-	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = 1, .priority = 1,
-		    .prog_fd = bpf_program__fd(prog));
-	err = bpf_tc_attach(&hook, &opts);
-	if (err)
-		die("tc attach", err);
+	__u32 prog_id = 0;
+	attach_one(prog, argv[4], ingress, prio, &prog_id);
+	for (int i = 6; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--also"))
+			continue;
+		char path[256], *slash = strchr(argv[i + 1], '/');
+		if (!slash || slash == argv[i + 1]) {
+			fprintf(stderr, "tevbpf attach: --also wants NETNS/IFNAME, got %s\n", argv[i + 1]);
+			return 2;
+		}
+		snprintf(path, sizeof(path), "/run/netns/%.*s", (int)(slash - argv[i + 1]), argv[i + 1]);
+		int nsfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (nsfd < 0)
+			die(path, errno);
+		if (setns(nsfd, CLONE_NEWNET))
+			die("setns", errno);
+		close(nsfd);
+		attach_one(prog, slash + 1, ingress, prio, &prog_id);
+	}
 	struct bpf_map *map = bpf_object__find_map_by_name(obj, "tev_drop_regs");
-	printf("{\"prog_id\":%u,\"map_id\":%u}\n", opts.prog_id,
-	       map ? map_id_of(bpf_map__fd(map)) : 0);
+	printf("{\"prog_id\":%u,\"map_id\":%u}\n", prog_id, map ? map_id_of(bpf_map__fd(map)) : 0);
 	return 0;
 }
 
@@ -246,6 +293,34 @@ static int cmd_testrun(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_marktest(int argc, char **argv)
+{
+	unsigned char in[256], out[256];
+	size_t n = 0;
+	if (argc != 4 || strlen(argv[3]) % 2 || strlen(argv[3]) / 2 > sizeof(in)) {
+		fprintf(stderr, "usage: tevbpf marktest OBJ HEXFRAME (at most %zu bytes)\n", sizeof(in));
+		return 2;
+	}
+	for (const char *h = argv[3]; *h; h += 2) {
+		unsigned v;
+		if (sscanf(h, "%2x", &v) != 1)
+			die("bad hex frame", EINVAL);
+		in[n++] = (unsigned char)v;
+	}
+	struct bpf_object *obj = open_load(argv[2]);
+	struct bpf_program *prog = bpf_object__find_program_by_name(obj, "tev_mark_test");
+	if (!prog)
+		die("object lacks tev_mark_test", ENOENT);
+	LIBBPF_OPTS(bpf_test_run_opts, topts, .data_in = in, .data_size_in = (uint32_t)n,
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+	if (bpf_prog_test_run_opts(bpf_program__fd(prog), &topts))
+		die("test_run", errno);
+	for (uint32_t i = 0; i < topts.data_size_out; i++)
+		printf("%02x", out[i]);
+	printf("\n");
+	return topts.retval == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -259,6 +334,8 @@ int main(int argc, char **argv)
 		return cmd_testrun(argc, argv);
 	if (!strcmp(argv[1], "fwd"))
 		return cmd_fwd(argc, argv);
+	if (!strcmp(argv[1], "marktest"))
+		return cmd_marktest(argc, argv);
 	if (!strcmp(argv[1], "read") && argc == 3) {
 		struct drop_regs r;
 		lookup(map_fd_by_id(argv[2]), &r);

@@ -6,6 +6,7 @@
  *                 --route IPv4=IFNAME,DSTMAC,SRCMAC [--route ...]
  *   tevdelay echo PORT
  *   tevdelay probe IPv4 PORT COUNT INTERVAL_US
+ *   tevdelay marktest HEXFRAME        the segment mark on one frame -> the frame, in hex
  *
  * Why this design (kernel without sch_netem/sch_fq/etf): the delay sits on the reverse
  * (ACK) path, where packets are few and small. Each input port has an AF_PACKET
@@ -74,6 +75,27 @@ struct route {
 	int ifindex;
 	uint8_t dst[6], src[6];
 };
+
+/* Same segment mark as the switch (dropper.bpf.c, mark_segment): the lowest DSCP bit
+ * from the IP ID's parity, so the sender's backlog never merges consecutive ACKs into one
+ * (3.16 processed each ACK); header checksum updated incrementally (RFC 1624). */
+#define SEGMENT_MARK 0x04
+
+static void mark_segment(uint8_t *ip)
+{
+	uint8_t tos = (uint8_t)((ip[1] & ~SEGMENT_MARK) | ((ip[5] & 1) ? SEGMENT_MARK : 0));
+	if (ip[9] != 6 /* TCP */ || tos == ip[1])
+		return;
+	uint16_t check = (uint16_t)(ip[10] << 8 | ip[11]);
+	uint32_t sum = (uint32_t)(~check & 0xffff) + (uint32_t)(~(ip[0] << 8 | ip[1]) & 0xffff) +
+		       (uint32_t)(ip[0] << 8 | tos);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	check = (uint16_t)~sum;
+	ip[1] = tos;
+	ip[10] = (uint8_t)(check >> 8);
+	ip[11] = (uint8_t)check;
+}
 
 static int parse_mac(const char *s, uint8_t m[6])
 {
@@ -275,6 +297,7 @@ static int cmd_line(int argc, char **argv)
 			}
 			memcpy(eth, rt->dst, 6);
 			memcpy(eth + 6, rt->src, 6);
+			mark_segment(eth + 14);
 			addrs[nb] = (struct sockaddr_ll){.sll_family = AF_PACKET,
 							 .sll_ifindex = rt->ifindex,
 							 .sll_halen = 6};
@@ -425,6 +448,25 @@ static int cmd_probe(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_marktest(int argc, char **argv)
+{
+	uint8_t f[256];
+	size_t n = 0;
+	if (argc != 3 || strlen(argv[2]) % 2 || strlen(argv[2]) / 2 > sizeof(f) || strlen(argv[2]) < 68)
+		return 2;
+	for (const char *h = argv[2]; *h; h += 2) {
+		unsigned v;
+		if (sscanf(h, "%2x", &v) != 1)
+			return 2;
+		f[n++] = (uint8_t)v;
+	}
+	mark_segment(f + 14);
+	for (size_t i = 0; i < n; i++)
+		printf("%02x", f[i]);
+	printf("\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "line"))
@@ -433,6 +475,8 @@ int main(int argc, char **argv)
 		return cmd_echo(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "probe"))
 		return cmd_probe(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "marktest"))
+		return cmd_marktest(argc, argv);
 	fprintf(stderr, "usage: tevdelay line|echo|probe ...\n");
 	return 2;
 }
