@@ -90,7 +90,8 @@ class ForeignLoad:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--duration", type=float, default=6.0, help="seconds per throughput point")
+    ap.add_argument("--duration", type=float, default=10.0,
+                    help="seconds per run; the second half (after slow start) is what counts")
     ap.add_argument("--overhead-runs", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=3, help="runs per throughput point (median)")
     ap.add_argument("--rtts", default=",".join(map(str, RTTS)), help="RTTs in ms, comma-separated")

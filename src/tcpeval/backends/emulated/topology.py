@@ -190,8 +190,11 @@ class Topology:
         softirq: softirq runs before any task, RT or not, and measured on 2 CPUs it left
         43-80 % of the ACKs > 0.5 ms late with the receivers' softirq beside the line,
         6-9 % with the senders', <= 1 % alone with user-space work.
-          2 CPUs: all softirq on CPU 0; the line and the receivers' copies to user space
-                  (preemptible, the largest per-byte cost) on CPU 1.
+          2 CPUs: all softirq on CPU 0; the line and both iperf3 ends (process context,
+                  preemptible: the receivers' copies to user space, the senders' sendfile
+                  writes) on CPU 1. With the senders on CPU 0 they starved there (the flow
+                  went app-limited) and one flow at 24.2 ms carried 3.1-4.5 Gbps; on CPU 1,
+                  5.2-5.7 Gbps, with no more late ACKs.
           3 CPUs: senders 0, receivers 1, line 2.
           4+ CPUs: per pair a sender and a receiver CPU, the last CPU for the line.
         TCPEVAL_PLACEMENT="s,r,switch,line,s_app,r_app" overrides (benchmarks)."""
@@ -206,7 +209,7 @@ class Topology:
                     "sender_apps": [None] * n, "receiver_apps": [None] * n, "source": "1 CPU"}
         if ncpu == 2:
             return {"senders": [0] * n, "receivers": [0] * n, "switch": 0, "line": 1,
-                    "sender_apps": [0] * n, "receiver_apps": [1] * n, "source": "2 CPUs"}
+                    "sender_apps": [1] * n, "receiver_apps": [1] * n, "source": "2 CPUs"}
         pool = list(range(ncpu - 1))  # the last CPU is the line's alone
         senders = [pool[(2 * i) % len(pool)] for i in range(n)]
         receivers = [pool[(2 * i + 1) % len(pool)] for i in range(n)]

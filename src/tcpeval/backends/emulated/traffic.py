@@ -52,7 +52,9 @@ class FlowProc:
         if self.protocol == "udp":
             args += ["-u", "-b", f"{int(self.rate_bps or 1e9)}"]
         else:
-            args += ["-C", self.kernel_name]
+            # -Z (sendfile): the sender's data is not copied from user space -- the
+            # saturated CPU's time goes to the path, not to iperf3's buffer
+            args += ["-C", self.kernel_name, "-Z"]
         if self.sender_cpu is not None:
             args += ["-A", self.sender_cpu]
         self.started_at = time.monotonic()
