@@ -18,6 +18,7 @@ SOURCES = {
     "tevbpf": HERE / "bpf" / "tevbpf.c",
     "tevdelay": HERE / "delayline" / "tevdelay.c",
 }
+INCLUDE = HERE / "include"  # headers shared by the BPF object and the helpers
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Artifacts:
     dropper_obj: Path
     tevbpf: Path
     tevdelay: Path
-    hashes: dict  # artifact -> sha256 of its source
+    hashes: dict  # artifact -> sha256 of its source and the shared headers
 
 
 def build_dir() -> Path:
@@ -33,7 +34,11 @@ def build_dir() -> Path:
 
 
 def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """Content hash of a source and of the shared headers it may include."""
+    h = hashlib.sha256(path.read_bytes())
+    for header in sorted(INCLUDE.glob("*.h")):
+        h.update(header.name.encode() + b"\0" + header.read_bytes())
+    return h.hexdigest()
 
 
 def _multiarch() -> str:
@@ -46,10 +51,10 @@ def _multiarch() -> str:
 
 def _command(name: str, src: Path, out: Path) -> list[str]:
     if name.endswith(".bpf.o"):
-        return ["clang", "-O2", "-g", "-Wall", "-target", "bpf",
+        return ["clang", "-O2", "-g", "-Wall", "-target", "bpf", f"-I{INCLUDE}",
                 f"-I/usr/include/{_multiarch()}", "-c", str(src), "-o", str(out)]
     libs = ["-lbpf"] if name == "tevbpf" else []
-    return ["gcc", "-O2", "-Wall", "-o", str(out), str(src), *libs]
+    return ["gcc", "-O2", "-Wall", f"-I{INCLUDE}", "-o", str(out), str(src), *libs]
 
 
 def ensure_built(log=None) -> Artifacts:

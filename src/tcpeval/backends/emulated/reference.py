@@ -39,6 +39,13 @@ def _flow_bps(client_ns: str, server_ns: str, server_ip: str, duration_s: float)
         server.wait()
 
 
+def _bring_up(ns: str, dev: str, addr: str) -> None:
+    """Address, link up, offloads off (as on the emulated path)."""
+    host.run(["ip", "-n", ns, "addr", "add", addr, "dev", dev])
+    host.run(["ip", "-n", ns, "link", "set", dev, "up"])
+    host.run(["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"], ns=ns)
+
+
 def measure(duration_s: float = 6.0, lock_timeout_s: float = 900) -> dict:
     """{"direct_bps", "forwarding_bps", "duration_s", "method"}; needs root."""
     host.preflight()
@@ -55,9 +62,7 @@ def measure(duration_s: float = 6.0, lock_timeout_s: float = 900) -> dict:
             # direct: a <-> b
             host.run(["ip", "-n", a, "link", "add", va, "type", "veth", "peer", "name", vb, "netns", b])
             for ns, dev, addr in ((a, va, "10.78.0.1/24"), (b, vb, "10.78.0.2/24")):
-                host.run(["ip", "-n", ns, "addr", "add", addr, "dev", dev])
-                host.run(["ip", "-n", ns, "link", "set", dev, "up"])
-                host.run(["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"], ns=ns)
+                _bring_up(ns, dev, addr)
             direct = _flow_bps(a, b, "10.78.0.2", duration_s)
             host.run(["ip", "-n", a, "link", "del", va])
             # forwarding: a <-> fwd <-> b
@@ -66,9 +71,7 @@ def measure(duration_s: float = 6.0, lock_timeout_s: float = 900) -> dict:
             host.run(["ip", "-n", b, "link", "add", vb, "type", "veth", "peer", "name", fb, "netns", fwd])
             for ns, dev, addr in ((a, va, "10.78.1.2/24"), (fwd, fa, "10.78.1.1/24"),
                                   (fwd, fb, "10.78.2.1/24"), (b, vb, "10.78.2.2/24")):
-                host.run(["ip", "-n", ns, "addr", "add", addr, "dev", dev])
-                host.run(["ip", "-n", ns, "link", "set", dev, "up"])
-                host.run(["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"], ns=ns)
+                _bring_up(ns, dev, addr)
             host.run(["sysctl", "-qw", "net.ipv4.ip_forward=1"], ns=fwd)
             host.run(["ip", "-n", a, "route", "add", "default", "via", "10.78.1.1"])
             host.run(["ip", "-n", b, "route", "add", "default", "via", "10.78.2.1"])

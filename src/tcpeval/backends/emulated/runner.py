@@ -91,14 +91,27 @@ def _qdisc_stats(ns: str, dev: str) -> dict:
                                      "backlog", "qlen")}
 
 
+def _net_counters(ns: str, wanted: dict) -> dict:
+    """Counters of a namespace from /proc/net/snmp and /proc/net/netstat (pairs of a
+    "Group: names" line and a "Group: values" line): {name: value} for the names in
+    ``wanted`` ({group: names}) that the kernel has."""
+    text = host.run(["cat", "/proc/net/snmp", "/proc/net/netstat"], ns=ns, check=False).stdout
+    out, lines = {}, text.splitlines()
+    for names, values in zip(lines, lines[1:]):
+        group = names.split(":", 1)[0]
+        if group not in wanted or not values.startswith(group + ":") or names == values:
+            continue
+        table = dict(zip(names.split()[1:], values.split()[1:]))
+        for key in wanted[group]:
+            if key in table and table[key].lstrip("-").isdigit():
+                out[key] = int(table[key])
+    return out
+
+
 def _ip_forwarded(ns: str) -> int | None:
     """IP ForwDatagrams of a namespace: what took the routing fallback instead of the
     switch's L2 redirect."""
-    lines = host.run(["cat", "/proc/net/snmp"], ns=ns, check=False).stdout.splitlines()
-    ip = [line.split() for line in lines if line.startswith("Ip:")]
-    if len(ip) < 2 or "ForwDatagrams" not in ip[0]:
-        return None
-    return int(ip[1][ip[0].index("ForwDatagrams")])
+    return _net_counters(ns, {"Ip": ("ForwDatagrams",)}).get("ForwDatagrams")
 
 
 TCP_COUNTERS = {"Tcp": ("InSegs", "OutSegs", "RetransSegs"),
@@ -107,18 +120,8 @@ TCP_COUNTERS = {"Tcp": ("InSegs", "OutSegs", "RetransSegs"),
 
 
 def _tcp_counters(ns: str) -> dict:
-    """A namespace's TCP segment and ACK-processing counters (/proc/net/snmp, netstat)."""
-    text = host.run(["cat", "/proc/net/snmp", "/proc/net/netstat"], ns=ns, check=False).stdout
-    out, lines = {}, text.splitlines()
-    for names, values in zip(lines, lines[1:]):
-        group = names.split(":", 1)[0]
-        if group not in TCP_COUNTERS or not values.startswith(group + ":") or names == values:
-            continue
-        table = dict(zip(names.split()[1:], values.split()[1:]))
-        for key in TCP_COUNTERS[group]:
-            if key in table and table[key].lstrip("-").isdigit():
-                out[key] = int(table[key])
-    return out
+    """A namespace's TCP segment and ACK-processing counters."""
+    return _net_counters(ns, TCP_COUNTERS)
 
 
 def _ack_record(before: dict, after: dict, pairs: int) -> dict:
@@ -339,7 +342,7 @@ class EmulatedBackend:
                 # bottleneck: rate + buffer
                 if plan.rate_bps is not None:
                     rate_bytes = plan.rate_bps / 8
-                    burst = max(2 * 1514, int(rate_bytes * TBF_BURST_S))
+                    burst = max(2 * WIRE_FRAME_BYTES, int(rate_bytes * TBF_BURST_S))
                     # peak bucket of one wire frame: TBF then splits every TSO frame into
                     # wire packets as it enqueues them, so the buffer fills and overflows
                     # packet by packet, like the switch's; at PEAK_FACTOR x the rate it
@@ -382,27 +385,26 @@ class EmulatedBackend:
                 base_ms = base["median_ms"]
                 added_ms = max(0.0, plan.rtt_ms - base_ms)
                 corrections = 0
-                best = None  # (|error|, added) of the closest measurement so far
+                tol = fidelity.rtt_tolerance_ms(plan.rtt_ms)
+                best = None  # (|error|, added) of the closest plausible measurement so far
                 while True:
                     delayer.start(int(added_ms * 1e6))
                     probe = prober.measure(count=PROBES, interval_us=PROBE_GAP_US)
                     err = probe["median_ms"] - plan.rtt_ms
                     log(f"idle RTT {probe['median_ms']:.3f} ms with {added_ms:.3f} ms added")
-                    if added_ms > 0 and abs(err) <= max(MAX_SELF_LATENCY_MS, 0.2 * added_ms):
+                    # beyond what the mechanism itself adds (wakeups, re-injection): a
+                    # disturbed measurement (a stall of the host), not a bias to correct
+                    plausible = abs(err) <= max(MAX_SELF_LATENCY_MS, 0.2 * added_ms)
+                    if added_ms > 0 and plausible:
                         best = min(best or (abs(err), added_ms), (abs(err), added_ms))
-                    if (added_ms <= 0 or abs(err) <= fidelity.rtt_tolerance_ms(plan.rtt_ms) / 4
-                            or corrections >= MAX_CORRECTIONS):
+                    if added_ms <= 0 or abs(err) <= tol / 4 or corrections >= MAX_CORRECTIONS:
                         break
                     corrections += 1
-                    if abs(err) > max(MAX_SELF_LATENCY_MS, 0.2 * added_ms):
-                        # far beyond what the mechanism itself adds (wakeups, re-injection):
-                        # a disturbed measurement (a stall of the host), not a bias to
-                        # correct -- measure again rather than remove the delay
-                        continue
-                    # correct for the mechanism's own latency; repeated, since one median
-                    # on a busy host can be off itself
-                    added_ms = max(0.0, added_ms - err)
-                tol = fidelity.rtt_tolerance_ms(plan.rtt_ms)
+                    if plausible:
+                        # correct for the mechanism's own latency; repeated, since one
+                        # median on a busy host can be off itself (a disturbed one is
+                        # measured again rather than allowed to remove the delay)
+                        added_ms = max(0.0, added_ms - err)
                 if best and abs(err) > tol and best[0] < abs(err):
                     # the corrections chased a noisy median: go back to the setting that
                     # measured closest, and measure it once more with twice the probes
@@ -562,13 +564,14 @@ class EmulatedBackend:
                                             "GRO/LRO off everywhere",
                                 "max_frame_bytes": counters.get("max_frame_bytes"),
                                 "frames_over_mtu": counters.get("frames_over_mtu"),
-                                "mtu_frame_bytes": 1514}},
+                                "mtu_frame_bytes": WIRE_FRAME_BYTES}},
             "delay_detail": {**delay_desc, "base_rtt_ms": base_ms, "added_ms": added_ms,
                              "correction_steps": corrections},
             "rate_detail": rate_mech,
             "switch": switch_mech,
             "segment_mark": {"what": "lowest DSCP bit (TOS 0x04) = IP ID parity on every TCP "
-                                     "segment the switch forwards and every ACK the delay line carries",
+                                     "segment the drop stage passes and every ACK the delay line "
+                                     "(or, with netem, the switch) carries",
                              "why": "keeps the kernel from merging backlogged segments and ACKs "
                                     "(tcp_add_backlog, Linux >= 5.0); 3.16 processed each one"},
             "placement": place,

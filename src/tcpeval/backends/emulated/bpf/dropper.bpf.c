@@ -17,6 +17,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+#include "segment_mark.h"
+
 struct drop_regs {
 	__u32 control;       /* 0x00 */
 	__u32 threshold_lo;  /* 0x04 */
@@ -94,36 +96,16 @@ int tev_dropper(struct __sk_buff *skb)
 	return decide(skb->len) ? TC_ACT_SHOT : TC_ACT_UNSPEC;
 }
 
-/* 3.16 receivers processed every segment on its own: a segment that arrived while the
- * reader held the socket waited in the backlog and was ACKed (every second one) when the
- * backlog ran. Kernels since 5.0 merge consecutive backlogged segments -- and pure ACKs --
- * into one, so a busy reader ACKs once per dozens of segments and a busy sender counts one
- * ACK for dozens: stretch ACKs that slow every algorithm counting ACKs (3.16 Reno, Scalable,
- * HS-TCP). The merge requires equal IP DS fields (tcp_add_backlog), so the drop stage
- * (and the switch, for frames that are already wire packets) sets the lowest DSCP bit from
- * the IP ID's parity: the kernel numbers a flow's segments consecutively (also when it
- * segments a TSO frame), so neighbours always differ and are never merged. ECN bits are untouched;
- * the header checksum is updated incrementally (RFC 1624). The delay line marks the ACKs
- * it carries the same way (tevdelay.c). */
-#define TEV_SEGMENT_MARK 0x04 /* lowest DSCP bit of the TOS byte */
-
-static __always_inline void mark_segment(__u8 *ip)
+/* Marks the frame's TCP segment so the kernel never merges neighbours (segment_mark.h);
+ * 0 when the frame is too short for Ethernet + a 20-byte IPv4 header (left alone). */
+static __always_inline int mark_frame(struct __sk_buff *skb)
 {
-	__u8 tos = (ip[1] & ~TEV_SEGMENT_MARK) | ((ip[5] & 1) ? TEV_SEGMENT_MARK : 0);
-	__u32 sum;
-	__u16 check;
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 
-	if (ip[9] != 6 /* TCP */ || tos == ip[1])
-		return;
-	check = ((__u16)ip[10] << 8) | ip[11];
-	sum = (~check & 0xffff) + (~(((__u16)ip[0] << 8) | ip[1]) & 0xffff) +
-	      (((__u16)ip[0] << 8) | tos);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	check = ~sum;
-	ip[1] = tos;
-	ip[10] = check >> 8;
-	ip[11] = check & 0xff;
+	if (data + sizeof(struct ethhdr) + 20 > end)
+		return 0;
+	mark_segment((__u8 *)data + sizeof(struct ethhdr));
+	return 1;
 }
 
 /* The bottleneck's drop stage as the runs use it: on each receiver's link, after the
@@ -134,16 +116,11 @@ static __always_inline void mark_segment(__u8 *ip)
 SEC("tc")
 int tev_drop_stage(struct __sk_buff *skb)
 {
-	void *data, *end;
-
 	if (skb->protocol != bpf_htons(ETH_P_IP))
 		return TC_ACT_UNSPEC;
 	if (decide(skb->len))
 		return TC_ACT_SHOT;
-	data = (void *)(long)skb->data;
-	end = (void *)(long)skb->data_end;
-	if (data + sizeof(struct ethhdr) + 20 <= end)
-		mark_segment((__u8 *)data + sizeof(struct ethhdr));
+	mark_frame(skb);
 	return TC_ACT_UNSPEC;
 }
 
@@ -207,12 +184,7 @@ int tev_l2fwd(struct __sk_buff *skb)
 SEC("tc")
 int tev_mark_test(struct __sk_buff *skb)
 {
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-
-	if (data + sizeof(struct ethhdr) + 20 > end)
-		return TC_ACT_SHOT;
-	mark_segment((__u8 *)data + sizeof(struct ethhdr));
-	return TC_ACT_OK;
+	return mark_frame(skb) ? TC_ACT_OK : TC_ACT_SHOT;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "segment_mark.h" /* the ACKs get the same mark as the data */
+
 #define MAX_IN 4
 #define TP_STATUS_USER_SEEN (1u << 30) /* ours: frame already inspected */
 #define MAX_ROUTES 8
@@ -75,27 +77,6 @@ struct route {
 	int ifindex;
 	uint8_t dst[6], src[6];
 };
-
-/* Same segment mark as the switch (dropper.bpf.c, mark_segment): the lowest DSCP bit
- * from the IP ID's parity, so the sender's backlog never merges consecutive ACKs into one
- * (3.16 processed each ACK); header checksum updated incrementally (RFC 1624). */
-#define SEGMENT_MARK 0x04
-
-static void mark_segment(uint8_t *ip)
-{
-	uint8_t tos = (uint8_t)((ip[1] & ~SEGMENT_MARK) | ((ip[5] & 1) ? SEGMENT_MARK : 0));
-	if (ip[9] != 6 /* TCP */ || tos == ip[1])
-		return;
-	uint16_t check = (uint16_t)(ip[10] << 8 | ip[11]);
-	uint32_t sum = (uint32_t)(~check & 0xffff) + (uint32_t)(~(ip[0] << 8 | ip[1]) & 0xffff) +
-		       (uint32_t)(ip[0] << 8 | tos);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	check = (uint16_t)~sum;
-	ip[1] = tos;
-	ip[10] = (uint8_t)(check >> 8);
-	ip[11] = (uint8_t)check;
-}
 
 static int parse_mac(const char *s, uint8_t m[6])
 {

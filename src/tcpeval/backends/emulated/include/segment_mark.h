@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The segment mark, one source for the BPF drop stage and switch (dropper.bpf.c) and the
+ * user-space delay line (tevdelay.c).
+ *
+ * 3.16 receivers processed every segment on its own: a segment that arrived while the
+ * reader held the socket waited in the backlog and was ACKed (every second one) when the
+ * backlog ran. Kernels since 5.0 merge consecutive backlogged segments -- and pure ACKs --
+ * into one, so a busy reader ACKs once per dozens of segments and a busy sender counts one
+ * ACK for dozens: stretch ACKs that slow every algorithm counting ACKs (3.16 Reno,
+ * Scalable, HS-TCP). The merge requires equal IP DS fields (tcp_add_backlog), so data
+ * segments (drop stage; the switch for frames that are already wire packets) and ACKs
+ * (delay line) get the lowest DSCP bit from the IP ID's parity: the kernel numbers a
+ * flow's segments consecutively (also when it segments a TSO frame), so neighbours always
+ * differ and are never merged. ECN bits are untouched; the header checksum is updated
+ * incrementally (RFC 1624). */
+#ifndef TEV_SEGMENT_MARK_H
+#define TEV_SEGMENT_MARK_H
+
+#define TEV_SEGMENT_MARK 0x04 /* lowest DSCP bit of the TOS byte */
+
+/* ip: the first 12 bytes of an IPv4 header, writable */
+static inline __attribute__((always_inline)) void mark_segment(unsigned char *ip)
+{
+	unsigned char tos = (unsigned char)((ip[1] & ~TEV_SEGMENT_MARK) |
+					    ((ip[5] & 1) ? TEV_SEGMENT_MARK : 0));
+	unsigned short check;
+	unsigned int sum;
+
+	if (ip[9] != 6 /* TCP */ || tos == ip[1])
+		return;
+	check = (unsigned short)(ip[10] << 8 | ip[11]);
+	sum = (unsigned int)(~check & 0xffff) + (unsigned int)(~(ip[0] << 8 | ip[1]) & 0xffff) +
+	      (unsigned int)(ip[0] << 8 | tos);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	check = (unsigned short)~sum;
+	ip[1] = tos;
+	ip[10] = (unsigned char)(check >> 8);
+	ip[11] = (unsigned char)check;
+}
+
+#endif
