@@ -6,15 +6,11 @@
 FROM debian:12
 ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /work/tcpeval
-COPY tools/apt-packages.txt tools/apt-packages.txt
-RUN apt-get update \
- && grep -v '^#' tools/apt-packages.txt | xargs apt-get install -y --no-install-recommends \
-        python3 python3-venv python3-pip make git ca-certificates \
- && rm -rf /var/lib/apt/lists/*
+# What `make bootstrap` does on a fresh machine, nothing else: the Debian packages of
+# tools/apt-packages.txt (without Recommends) and the pinned .venv.
+COPY tools/bootstrap.sh tools/apt-packages.txt tools/
 COPY requirements.txt requirements.lock pyproject.toml ./
 COPY src src
-RUN python3 -m venv .venv \
- && .venv/bin/pip install -q -r requirements.txt -c requirements.lock \
- && .venv/bin/pip install -q --no-deps -e .
+RUN tools/bootstrap.sh && rm -rf /var/lib/apt/lists/*
 COPY . .
 CMD ["make", "test"]

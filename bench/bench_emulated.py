@@ -3,12 +3,17 @@
 1. Highest bottleneck rate the host carries on the per-packet path (offloads off, BPF
    dropper enabled at p = 0, the delay mechanism in place, no rate limit) at each RTT of
    the paper, with 1 and 2 native-CUBIC flows; the aggregate steady-state throughput
-   (second half of the run) is what the host sustains.
+   (second half of the run) is what the host sustains -- the raw maximum.
+   Beside it, the rate the host carries *faithfully*: the highest bottleneck rate, from
+   90 % of the raw maximum down, at which a run comes out with fidelity verdict ok
+   (delay line on time, receivers ACKing every second segment, the link and not the
+   CPUs limiting; calibrate.faithful_rate). Only that figure is a benchmark result; runs
+   calibrate to the lowest of it (tcpeval calibrate).
 2. Fixed overhead per run: wall time of a complete short run minus its traffic time
    (preflight, build check, lock, namespaces, qdiscs, BPF, RTT measurement, teardown,
    trace writing), median of several runs.
 
-Targets on the 2-core development host: >= 5 Gbps at 24.2 ms with one flow; overhead
+Targets on the 2-core development host: >= 5 Gbps faithful at 24.2 ms with one flow; overhead
 < 2 s per run. Prints a table and writes results/bench/emulated-<host>-<time>.json.
 
 Each throughput point is the median of --repeats runs. Before and after them the
@@ -88,6 +93,10 @@ class ForeignLoad:
         return ticks / os.sysconf("SC_CLK_TCK") / (wall * (os.cpu_count() or 1))
 
 
+def _gbps(bps: float | None) -> str:
+    return "-" if bps is None else f"{bps / 1e9:.1f}"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=float, default=10.0,
@@ -139,7 +148,13 @@ def main(argv=None) -> int:
                           f"(cpu {m['cpu_busy']:.0%}, other tenants {foreign:.0%}, load {la:.1f}, "
                           f"fidelity {rec['fidelity']['verdict']})", file=sys.stderr, flush=True)
                 median_run = sorted(runs, key=lambda r: r["steady_bps"])[len(runs) // 2]
+                found = backend.faithful(Path(tmp) / f"faithful-f{flows}-rtt{rtt}", rtt_ms=rtt,
+                                         duration_s=args.duration, flows=flows,
+                                         start_bps=median_run["steady_bps"])
+                print(f"  {flows} flow(s) {rtt:>5} ms: faithful up to {_gbps(found['rate_bps'])} Gbps",
+                      file=sys.stderr, flush=True)
                 points.append({"flows": flows, "rtt_ms": rtt, **median_run,
+                               "faithful_bps": found["rate_bps"], "faithful_search": found["tried"],
                                "steady_bps_runs": [r["steady_bps"] for r in runs],
                                "placement": rec["mechanisms"].get("placement"),
                                "delay_mechanism": rec["mechanisms"]["delay"], "runs": runs})
@@ -167,7 +182,7 @@ def main(argv=None) -> int:
         "points": points, "overhead_runs": overheads, "overhead_median_s": overhead,
         "targets": {"gbps_24ms_1flow": TARGET_GBPS_24MS, "overhead_s": TARGET_OVERHEAD_S},
         "met": {"gbps_24ms_1flow": None if one_24 is None else
-                one_24["steady_bps"] / 1e9 >= TARGET_GBPS_24MS and one_24["fidelity"] == "ok",
+                (one_24["faithful_bps"] or 0) / 1e9 >= TARGET_GBPS_24MS,
                 "overhead_s": overhead < TARGET_OVERHEAD_S},
     }
     print(f"\nemulated backend on {result['host']} ({result['cpus']} CPUs, {result['kernel']}), "
@@ -175,12 +190,12 @@ def main(argv=None) -> int:
     print("host without the emulator (before / after): direct "
           + " / ".join(f"{r['direct_bps'] / 1e9:.2f}" for r in refs) + " Gbps, forwarding hop "
           + " / ".join(f"{r['forwarding_bps'] / 1e9:.2f}" for r in refs) + " Gbps")
-    print(f"{'flows':>5} | {'RTT ms':>6} | {'Gbps':>5} | {'of fwd hop':>10} | {'runs Gbps':>17} | "
-          f"{'cpu':>4} | {'others':>6} | {'late>0.5ms':>10} | {'segs/ACK':>8} | fidelity")
+    print(f"{'flows':>5} | {'RTT ms':>6} | {'faithful Gbps':>13} | {'raw Gbps':>8} | {'of fwd hop':>10} | "
+          f"{'raw runs Gbps':>17} | {'cpu':>4} | {'others':>6} | {'late>0.5ms':>10} | {'segs/ACK':>8} | raw fidelity")
     for p in points:
         late = "-" if p["delay_late_share"] is None else f"{p['delay_late_share']:.1%}"
         spa = p.get("receiver_segments_per_ack")
-        print(f"{p['flows']:>5} | {p['rtt_ms']:>6} | {p['steady_bps'] / 1e9:>5.2f} | "
+        print(f"{p['flows']:>5} | {p['rtt_ms']:>6} | {_gbps(p['faithful_bps']):>13} | {p['steady_bps'] / 1e9:>8.2f} | "
               f"{p['steady_bps'] / fwd_ref:>10.0%} | "
               f"{' '.join(f'{x / 1e9:.2f}' for x in p['steady_bps_runs']):>17} | {p['cpu_busy']:>4.0%} | "
               f"{p['foreign_cpu_share']:>6.0%} | {late:>10} | {'-' if spa is None else f'{spa:.1f}':>8} | "
@@ -190,7 +205,10 @@ def main(argv=None) -> int:
           f"teardown {statistics.median(o['teardown_s'] for o in overheads):.2f} s; "
           f"lock waits excluded: {waits} s)")
     verdict_24 = {None: "not measured", True: "met", False: "NOT met"}[result["met"]["gbps_24ms_1flow"]]
-    print(f"targets: >= {TARGET_GBPS_24MS} Gbps at 24.2 ms, 1 flow (fidelity ok): {verdict_24}; "
+    faithful = [p["faithful_bps"] or 0 for p in points]
+    print(f"faithful rate of this host: {_gbps(min(faithful))} to {_gbps(max(faithful))} Gbps "
+          f"(the paper's links: 9.5 Gbps{'; far below it: a faithful run here is a slower path' if max(faithful) < 5e9 else ''})")
+    print(f"targets: >= {TARGET_GBPS_24MS} Gbps faithful at 24.2 ms, 1 flow: {verdict_24}; "
           f"overhead < {TARGET_OVERHEAD_S} s: {'met' if result['met']['overhead_s'] else 'NOT met'}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

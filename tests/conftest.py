@@ -1,8 +1,11 @@
+"""Shared fixtures; the gate for root-only tests is tests/root_gate.py."""
 import copy
 from pathlib import Path
 
 import pytest
 
+from root_gate import (pytest_addoption, pytest_collection_modifyitems,  # noqa: F401 (hooks)
+                       pytest_configure, pytest_runtest_makereport)
 from tcpeval import spec
 
 REPO = Path(__file__).resolve().parents[1]

@@ -42,3 +42,70 @@ def test_verdict_lists_every_reason():
                            rate_bps=5e9, host_capacity_bps=3e9, achieved_bps=None, cpu_busy=None,
                            delay_stats=None)
     assert out["verdict"] == "flagged" and len(out["reasons"]) == 3
+
+
+# ------------------------------------------------- window, ACK clock, rate, guard (issue 10)
+
+def test_a_window_no_path_needs_is_flagged_with_its_size():
+    # 6.2 ms at 1 Gbps: BDP 775 kB, one-BDP buffer; the ports' corrupted windows were ~1e12 B
+    assert fidelity.window_check(2.9e6, 1e9, 6.2, 775_000) is None
+    reason = fidelity.window_check(1.5e12, 1e9, 6.2, 775_000)
+    assert reason.startswith("window:") and "1.5e+06 MB" in reason and "6.2 MB" in reason
+    assert fidelity.window_check(1.5e12, 0.0, 6.2, 0) is None  # unshaped: no path to judge
+
+
+@pytest.mark.parametrize("spa, flagged", [(2.0, False), (1.9, False), (2.5, False), (3.27, True),
+                                          (1.5, True)])
+def test_receivers_ack_clock_outside_one_ack_per_two_segments_is_flagged(spa, flagged):
+    reason = fidelity.ack_clock_check(spa, 50_000)
+    assert (reason is not None) == flagged
+    if flagged:
+        assert f"{spa:.2f} in-order segments per ACK" in reason
+
+
+def test_ack_clock_is_not_judged_on_a_handful_of_acks():
+    assert fidelity.ack_clock_check(8.0, fidelity.MIN_ACKS - 1) is None
+
+
+def test_receiver_intervals_above_the_bottleneck_are_flagged():
+    rate = 1e9
+    assert fidelity.receiver_rate_check([0.9e9, 1.1e9, 1.0e9], rate) is None
+    reason = fidelity.receiver_rate_check([0.9e9, 34e9, 1.0e9, 5e9], rate)
+    assert reason.startswith("receiver rate: 2 interval(s) up to 34 Gbps")
+
+
+def _guard(reductions, missed=0, states=0, foreign_ss=0, foreign_cwnd=0):
+    return {"reductions": reductions, "missed_reductions": missed, "missed_states": states,
+            "foreign_ssthresh": foreign_ss, "foreign_cwnd": foreign_cwnd}
+
+
+def test_a_few_repaired_hooks_pass_and_many_are_flagged_per_algorithm():
+    assert fidelity.guard_check({"reno316": _guard(1900, missed=2, foreign_ss=2)}) is None
+    assert fidelity.guard_check({"reno316": _guard(0)}) is None
+    assert fidelity.guard_check({"cubic": None}) is None  # native: no guard
+    reason = fidelity.guard_check({"reno316": _guard(1896, missed=21, states=20, foreign_ss=21),
+                                   "bic316": _guard(100)})
+    assert reason.startswith("cc: the host ran congestion-control hooks without the port's program")
+    assert "reno316: 21 reductions without its ssthresh() of 1917" in reason and "bic316" not in reason
+
+
+def test_only_host_trouble_is_transient():
+    assert fidelity.transient_only(["delay line: 900/33447 frames held back 2 ms or more (max 15 ms)",
+                                    "cc: the host ran ...", "window: ...", "rtt: measured 5.6 ms ..."])
+    assert not fidelity.transient_only([])
+    assert not fidelity.transient_only(["delay line: ...", "ACK clock: receivers sent 4.87 ..."])
+    assert not fidelity.transient_only(["drop: measured rate ..."])
+
+
+def test_verdict_names_each_new_reason():
+    v = fidelity.verdict(p=0, seen=10**6, dropped=0, rtt_setting_ms=6.2, base_rtt_ms=0.1, rtt_ms=6.2,
+                         rate_bps=1e9, host_capacity_bps=3e9, achieved_bps=0.95e9, cpu_busy=0.5,
+                         delay_stats={"forwarded": 100_000, "quantum_ns": 5000, "error_histogram": {},
+                                      "late_ge_ms": {"1": 900, "2": 500, "5": 10}, "max_late_ns": 9e6},
+                         max_cwnd_bytes=1e12, buffer_bytes=775_000, segments_per_ack=7.99,
+                         receiver_acks=28_478, interval_bps=[1e9, 29e9],
+                         cc_guard={"reno316": _guard(100, missed=30)})
+    kinds = [r.split(":", 1)[0] for r in v["reasons"]]
+    assert v["verdict"] == "flagged"
+    assert kinds == ["delay line", "window", "ACK clock", "receiver rate", "cc"], v["reasons"]
+    assert v["tolerances"]["ack_clock"]["segments_per_ack"] == [1.9, 2.5]

@@ -1,8 +1,9 @@
 """The design expresses Table II exactly, campaigns scale it, and bad input stops early."""
+import copy
 import pytest
 import yaml
 
-from tcpeval import spec
+from tcpeval import paths, spec
 
 
 def test_paper_campaign_has_table_ii_counts(design):
@@ -179,3 +180,43 @@ def test_adhoc_condition_errors_name_the_field(kwargs, field):
     args.update(kwargs)
     with pytest.raises(spec.SpecError, match=f"^{field}:"):
         spec.adhoc_condition(**args)
+
+
+# ------------------------------------------------------------- the validation campaign
+
+def test_validation_criteria_do_not_change_the_papers_campaigns():
+    design = spec.load_design()
+    for campaign, total in (("paper", 1280), ("quick", 256), ("smoke", 33)):
+        runs = spec.expand(design, campaign)
+        assert len(runs) == total, campaign
+        assert not {r.criterion for r in runs} & {"mathis", "mathis_native"}
+
+
+def test_validation_campaign_runs_reno_port_and_native_long_enough_for_100_loss_events():
+    from tcpeval import mathis
+
+    design = spec.load_design()
+    runs = spec.expand(design, "validation")
+    assert spec.counts_by_criterion(runs) == {"mathis": 48, "mathis_native": 48}
+    assert {r.flows[0].impl for r in runs if r.criterion == "mathis"} == {"port"}
+    assert {r.flows[0].impl for r in runs if r.criterion == "mathis_native"} == {"native"}
+    assert {r.drop for r in runs} == {1e-5, 1e-4, 1e-3, 1e-2}
+    for r in runs:
+        assert r.duration_s * mathis.loss_events_per_s(r.rtt_ms, r.drop, 9.5e9) >= 100, r
+        assert r.duration_s >= 20
+    longest = max(runs, key=lambda r: r.duration_s)
+    assert (longest.rtt_ms, longest.drop, longest.duration_s) == (24.2, 1e-5, 884.0)
+    # the two criteria keep their runs apart, and every path reads back to its condition
+    assert len({paths.run_dir(r) for r in runs}) == len(runs)
+    for r in runs:
+        assert spec.Condition.from_dict(paths.resolve(paths.run_dir(r), design=design).to_dict()) == r
+
+
+def test_a_criterion_naming_an_unknown_campaign_or_a_loss_rule_at_p_zero_is_refused():
+    design = copy.deepcopy(spec.load_design())
+    design["criteria"]["mathis"]["campaigns"] = ["validaton"]
+    design["criteria"]["mathis_native"]["grid"]["drop"] = [0, 1e-3]
+    with pytest.raises(spec.SpecError) as err:
+        spec.validate_design(design)
+    assert "criteria/mathis/campaigns: unknown campaign 'validaton'" in str(err.value)
+    assert "criteria/mathis_native/duration_for_loss_events: the grid has drop 0" in str(err.value)

@@ -1,5 +1,8 @@
-"""The Snakemake workflow: the DAG of each campaign, the rule per run, config validation."""
+"""The Snakemake workflow: the DAG of each campaign, the rule per run, config validation,
+and one real execution from traces to the PDF."""
+import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--profile", "workflow/profiles/default"]
+DESIGN = str(REPO / "config" / "design.yaml")
 
 
 def dry_run(*args):
@@ -16,8 +20,9 @@ def dry_run(*args):
 
 
 def job_counts(output):
-    """The 'Job stats' table of a dry run: rule -> count."""
-    table = output.split("Job stats:")[1].split("Reasons:")[0]
+    """The 'Job stats' table Snakemake prints before it runs (or lists) the jobs: rule ->
+    count, up to and including the total."""
+    table = re.search(r"Job stats:\n(.*?^total\s+\d+$)", output, re.S | re.M).group(1)
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
@@ -49,4 +54,65 @@ def test_invalid_config_value_stops_before_any_job():
 def test_unknown_campaign_stops_with_allowed_values():
     code, out = dry_run("--config", "campaign=full")
     assert code != 0
-    assert "unknown campaign 'full'" in out and "paper, quick, smoke" in out
+    assert "unknown campaign 'full'" in out and "paper, quick, validation, smoke" in out
+
+
+def _tiny_campaign(root: Path) -> list[Path]:
+    """A work directory with the workflow's config and manuscript, and synthetic traces for
+    a quarter of the smoke campaign (every fourth flagged); returns the traces."""
+    from tcpeval.cli import main
+
+    (root / "config").mkdir()
+    shutil.copy2(REPO / "config" / "config.yaml", root / "config" / "config.yaml")
+    (root / "paper").mkdir()
+    for name in ("main.tex", "claims.yaml"):
+        shutil.copy2(REPO / "paper" / name, root / "paper" / name)
+    assert main(["synthetic", str(root / "data" / "raw"), "--design", DESIGN, "--duration", "2",
+                 "--fraction", "0.25", "--flag-every", "4"]) == 0
+    return sorted((root / "data" / "raw").rglob("trace.json"))
+
+
+def _snakemake(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*SNAKEMAKE[:3], "-s", str(REPO / "Snakefile"), "-c2", "--config", f"design={DESIGN}",
+                           "allow_missing=True", *args], cwd=root, capture_output=True, text=True, timeout=600)
+
+
+def test_snakemake_takes_a_tiny_campaign_from_traces_to_the_pdf(tmp_path):
+    """The workflow itself, every rule from metrics_run to paper, without the network:
+    synthetic traces stand in for runs, and allow_missing analyses what exists, so no
+    `run` job (no emulation) is scheduled."""
+    traces = _tiny_campaign(tmp_path)
+    proc = _snakemake(tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    counts = job_counts(out)
+    assert counts["metrics_run"] == len(traces) > 4
+    assert "run" not in counts and counts["paper"] == counts["metrics_gather"] == counts["all"] == 1
+    assert counts["figure_responsiveness"] == 2  # the two RTTs of the smoke campaign
+    pdf = tmp_path / "paper" / "main.pdf"
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
+    assert int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1)) >= 4
+    text = " ".join(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
+                                   check=True).stdout.split())
+    assert "synthetic" in text and "campaign smoke" in text and "??" not in text
+    verdicts = [json.loads(t.read_text())["fidelity"]["verdict"] for t in traces]
+    assert "flagged" in verdicts  # flagged runs are left out, and counted
+    assert f"({verdicts.count('ok')} of 33 runs used)" in text
+    assert f"{verdicts.count('flagged')} run(s) with fidelity verdict" in text
+    # every system file the build read (fonts too) comes from tools/apt-packages.txt
+    sys.path.insert(0, str(REPO / "tests" / "deps"))
+    import deps_check
+    problems = deps_check.latex_input_problems(tmp_path / "paper" / "build" / "main.fls",
+                                               REPO / "tools" / "apt-packages.txt")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_snakemake_report_shows_the_figures_with_their_captions(tmp_path):
+    _tiny_campaign(tmp_path)
+    assert _snakemake(tmp_path).returncode == 0
+    report = _snakemake(tmp_path, "--report", "report.html")
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (tmp_path / "report.html").read_text(errors="replace")
+    for name in ("responsiveness-rtt6.2.png", "utilisation.png", "convergence.png", "flows.png"):
+        assert name in html

@@ -12,7 +12,8 @@
  *
  * Algorithm sources use only: cc_tp(), cc_ca(), cc_ca_state(), cc_jiffies(),
  * cc_ms(), cc_msecs_to_jiffies(), cc_usecs_to_jiffies(), cc_div64(), the
- * CC_CWND/CC_SET_CWND macros, CC_PARAM/CC_NOTE, CC_CB and CC_OPS.
+ * CC_CWND/CC_SET_CWND macros, CC_PARAM/CC_NOTE, CC_CB and CC_OPS, and the
+ * host-fault guard (CC_GUARD, cc316_guard_*; see the end of this file).
  */
 #ifndef CC316_H
 #define CC316_H
@@ -103,6 +104,9 @@ struct inet_connection_sock {
 	u32 snd_cwnd_clamp;
 	u32 snd_nxt;
 	u32 max_packets_out;
+	u32 prior_cwnd;
+	u32 prior_ssthresh;
+	u32 undo_marker;
 	u32 _pad2;
 	u64 tcp_mstamp;
 };
@@ -160,6 +164,10 @@ size_t cc_host_sock_size(void) { return sizeof(struct inet_connection_sock); }
 #define CC_CWND(tp) ((tp)->snd_cwnd)
 #define CC_SET_CWND(tp, v) ((tp)->snd_cwnd = (v))
 #define CC_CA_PRIV_SIZE 104
+#define CC_INFINITE_SSTHRESH 0x7fffffffU
+/* The tail of the private area belongs to the guard; a port's state must fit before it. */
+#define CC_GUARD_SIZE 12
+#define CC_PORT_PRIV_SIZE (CC_CA_PRIV_SIZE - CC_GUARD_SIZE)
 
 CC_INLINE struct tcp_sock *cc_tp(struct sock *sk)
 {
@@ -268,5 +276,159 @@ CC_INLINE u32 cc316_default_undo(struct tcp_sock *tp)
 {
 	return cc_max(tp->snd_cwnd, tp->snd_ssthresh << 1);
 }
+
+/* ---------------------------------------------------------- host-fault guard */
+/*
+ * Why: a host may run a congestion-control hook without running the BPF program
+ * behind it. Seen on the project's 2-core VM (kernel 6.18 in a PVM guest): in some
+ * task contexts struct_ops programs and BPF tracepoint programs are silently not
+ * executed (ftrace records the same tracepoints; no recursion miss is counted). A
+ * skipped ssthresh() leaves the stack an uninitialised return slot (0x81104110 there,
+ * the low half of a kernel text address), which PRR turns into a window of ~1e9
+ * segments; a skipped undo_cwnd() does the same to cwnd directly.
+ *
+ * The guard notices, in the port's next hook, what the port did not see -- a window
+ * reduction without its ssthresh() (tp->prior_cwnd moved), a threshold or window no
+ * stack value can be (above 2^31 - 1), a state change without its set_state() --,
+ * repairs it as the port would have, and counts it (cc316_guard_stats, read by the
+ * runner) so that the run's fidelity verdict can judge it. On a sound host every
+ * counter but `reductions` stays 0 and the guard changes nothing.
+ */
+struct cc316_guard {
+	u32 prior_cwnd; /* tp->prior_cwnd when the port last saw a reduction */
+	u8 state;       /* the congestion state the port last saw */
+	u8 armed;       /* set by init */
+	u8 _pad[6];
+};
+CC_STATIC_ASSERT(sizeof(struct cc316_guard) == CC_GUARD_SIZE, "guard size");
+
+struct cc316_guard_stats {
+	cc_u64 reductions;        /* ssthresh() calls: window reductions the port made */
+	cc_u64 missed_reductions; /* reductions the stack made without the port's ssthresh() */
+	cc_u64 missed_states;     /* state changes without the port's set_state() */
+	cc_u64 foreign_ssthresh;  /* thresholds above 2^31 - 1 replaced */
+	cc_u64 foreign_cwnd;      /* windows above 2^31 - 1 replaced */
+};
+#if defined(CC_TARGET_KMOD)
+static struct cc316_guard_stats cc316_guard_stats;
+#else
+struct cc316_guard_stats cc316_guard_stats = {};
+#endif
+#define CC_COUNT(field) __sync_fetch_and_add(&cc316_guard_stats.field, 1)
+
+CC_INLINE struct cc316_guard *cc_guard(struct sock *sk)
+{
+	return (struct cc316_guard *)((char *)cc_ca(sk) + CC_PORT_PRIV_SIZE);
+}
+
+/* From a port's init(): what the port has seen so far is what the socket holds. */
+CC_INLINE void cc316_guard_init(struct sock *sk)
+{
+	struct cc316_guard *g = cc_guard(sk);
+
+	g->prior_cwnd = cc_tp(sk)->prior_cwnd;
+	g->state = cc_ca_state(sk);
+	g->armed = 1;
+}
+
+CC_INLINE void cc316_guard_seen_state(struct sock *sk, struct cc316_guard *g)
+{
+	u32 state = cc_ca_state(sk);
+
+	if (state != g->state) {
+		CC_COUNT(missed_states);
+		g->state = state;
+	}
+}
+
+/* First thing in every hook but ssthresh(): returns the window at a reduction the port
+ * did not see (0: none); CC_GUARD then repairs the threshold. A window no stack value
+ * can be is replaced here by the window before the reduction, which is what an undo
+ * restores. */
+CC_INLINE u32 cc316_guard_check(struct sock *sk)
+{
+	struct tcp_sock *tp = cc_tp(sk);
+	struct cc316_guard *g = cc_guard(sk);
+	u32 missed = 0;
+
+	if (!g->armed)
+		return 0;
+	cc316_guard_seen_state(sk, g);
+	if (tp->prior_cwnd != g->prior_cwnd) {
+		CC_COUNT(missed_reductions);
+		g->prior_cwnd = tp->prior_cwnd;
+		missed = 1;
+	} else if (tp->snd_ssthresh > CC_INFINITE_SSTHRESH) {
+		CC_COUNT(foreign_ssthresh);
+		missed = 1;
+	}
+	if (tp->snd_cwnd > CC_INFINITE_SSTHRESH) {
+		CC_COUNT(foreign_cwnd);
+		CC_SET_CWND(tp, cc_max(tp->prior_cwnd, 2));
+	}
+	if (!missed)
+		return 0;
+	return tp->prior_cwnd ? tp->prior_cwnd : tp->snd_cwnd;
+}
+
+/* Put in the threshold the port computes for the missed reduction, and the window the
+ * stack would have derived from it: PRR's ceiling (the window before the reduction)
+ * while the reduction lasts, the threshold itself once it is over. Nothing to do when
+ * the stack already holds that threshold or has since undone the reduction. */
+CC_INLINE void cc316_guard_repair(struct sock *sk, u32 ssthresh)
+{
+	struct tcp_sock *tp = cc_tp(sk);
+	u32 state = cc_ca_state(sk);
+
+	if (tp->snd_ssthresh == ssthresh ||
+	    (tp->snd_ssthresh == tp->prior_ssthresh && tp->snd_ssthresh <= CC_INFINITE_SSTHRESH))
+		return;
+	if (tp->snd_ssthresh > CC_INFINITE_SSTHRESH)
+		CC_COUNT(foreign_ssthresh);
+	tp->snd_ssthresh = ssthresh;
+	if (state == TCP_CA_CWR || state == TCP_CA_Recovery)
+		CC_SET_CWND(tp, cc_min(tp->snd_cwnd, cc_max(tp->prior_cwnd, 2)));
+	else if (state != TCP_CA_Loss)
+		CC_SET_CWND(tp, cc_min(tp->snd_cwnd, ssthresh));
+}
+
+/* CC_GUARD(sk, ssthresh_for): the check and repair, with the port's own threshold
+ * function ssthresh_for(sk, cwnd) -- the body of its ssthresh() hook. */
+#define CC_GUARD(sk, ssthresh_for)                                                \
+	do {                                                                      \
+		u32 cc_missed_cwnd_ = cc316_guard_check(sk);                      \
+		if (cc_missed_cwnd_)                                              \
+			cc316_guard_repair(sk, ssthresh_for(sk, cc_missed_cwnd_)); \
+	} while (0)
+
+/* In ssthresh(): the reduction the port makes (the stack set prior_cwnd just before). */
+CC_INLINE u32 cc316_guard_reduction(struct sock *sk, u32 ssthresh)
+{
+	struct cc316_guard *g = cc_guard(sk);
+
+	CC_COUNT(reductions);
+	cc316_guard_seen_state(sk, g);
+	g->prior_cwnd = cc_tp(sk)->prior_cwnd;
+	return ssthresh;
+}
+
+/* In set_state(), after CC_GUARD: the state the stack is about to enter. */
+CC_INLINE void cc316_guard_state(struct sock *sk, u8 new_state)
+{
+	cc_guard(sk)->state = new_state;
+}
+
+/* For ports whose 3.16 original had no set_state/pkts_acked hook: hooks that only
+ * guard (neither changes what the algorithm does). */
+#define CC_GUARD_ONLY_HOOKS(port, ssthresh_for)                                   \
+	CC_CB(void, port##_set_state, struct sock *sk, u8 new_state)              \
+	{                                                                         \
+		CC_GUARD(sk, ssthresh_for);                                       \
+		cc316_guard_state(sk, new_state);                                 \
+	}                                                                         \
+	CC_CB(void, port##_pkts_acked, struct sock *sk, const struct ack_sample *sample) \
+	{                                                                         \
+		CC_GUARD(sk, ssthresh_for);                                       \
+	}
 
 #endif /* CC316_H */

@@ -4,8 +4,8 @@
  *
  * Registers the tcp_congestion_ops in a BPF struct_ops OBJECT through a BPF link,
  * after setting its emulated HZ (read-only datum cc_hz), prints
- *     ready <name> <map_id> <link_id>
- * on stdout and keeps the registration until stdin reaches EOF or SIGINT/SIGTERM
+ *     ready <name> <map_id> <link_id> <bss_map_id>
+ * on stdout (the .bss map holds the port's guard counters, cc316_guard_stats) and keeps the registration until stdin reaches EOF or SIGINT/SIGTERM
  * arrives. Registration is owned by the link fd: if this process dies for any
  * reason, the kernel unregisters the algorithm.
  *
@@ -87,11 +87,11 @@ static int set_hz(struct bpf_object *obj, unsigned int hz)
 
 int main(int argc, char **argv)
 {
-	struct bpf_map_info map_info = {};
+	struct bpf_map_info map_info = {}, bss_info = {};
 	struct bpf_link_info link_info = {};
 	__u32 info_len;
 	struct bpf_object *obj;
-	struct bpf_map *map, *ops = NULL;
+	struct bpf_map *map, *ops = NULL, *bss = NULL;
 	struct bpf_link *filler;
 	struct sigaction sa = {};
 	unsigned long hz = 250;
@@ -128,8 +128,13 @@ int main(int argc, char **argv)
 	if (set_hz(obj, (unsigned int)hz))
 		return 1;
 	bpf_object__for_each_map(map, obj) {
+		const char *name = bpf_map__name(map);
+		size_t n = strlen(name);
+
 		if (bpf_map__type(map) == BPF_MAP_TYPE_STRUCT_OPS)
 			ops = map;
+		else if (n >= 4 && !strcmp(name + n - 4, ".bss"))
+			bss = map;
 	}
 	if (!ops) {
 		fprintf(stderr, "tevcc-loader: %s has no struct_ops map\n", argv[1]);
@@ -157,7 +162,11 @@ int main(int argc, char **argv)
 	bpf_obj_get_info_by_fd(bpf_map__fd(ops), &map_info, &info_len);
 	info_len = sizeof(link_info);
 	bpf_obj_get_info_by_fd(link_fd, &link_info, &info_len);
-	printf("ready %s %u %u\n", bpf_map__name(ops), map_info.id, link_info.id);
+	if (bss) {
+		info_len = sizeof(bss_info);
+		bpf_obj_get_info_by_fd(bpf_map__fd(bss), &bss_info, &info_len);
+	}
+	printf("ready %s %u %u %u\n", bpf_map__name(ops), map_info.id, link_info.id, bss_info.id);
 	fflush(stdout);
 
 	while (!stop) {

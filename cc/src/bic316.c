@@ -25,7 +25,7 @@ struct bic316 {
 	u32 epoch_start;   /* emulated jiffies the epoch began, 0: none */
 	u32 delayed_ack;   /* packets per ACK << ack_ratio_shift */
 };
-CC_STATIC_ASSERT(sizeof(struct bic316) <= CC_CA_PRIV_SIZE, "bic316 state too large");
+CC_STATIC_ASSERT(sizeof(struct bic316) <= CC_PORT_PRIV_SIZE, "bic316 state too large");
 
 CC_INLINE void bic_reset(struct bic316 *ca)
 {
@@ -45,6 +45,23 @@ CC_CB(void, bic316_init, struct sock *sk)
 	ca->loss_cwnd = 0;
 	if (initial_ssthresh)
 		cc_tp(sk)->snd_ssthresh = initial_ssthresh;
+	cc316_guard_init(sk);
+}
+
+CC_INLINE u32 bic316_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	struct bic316 *ca = cc_ca(sk);
+
+	ca->epoch_start = 0;
+	if (fast_convergence && cwnd < ca->last_max_cwnd)
+		ca->last_max_cwnd = cwnd * (beta_scale + beta) / (2 * beta_scale);
+	else
+		ca->last_max_cwnd = cwnd;
+	ca->loss_cwnd = cwnd;
+
+	if (cwnd <= low_window)
+		return cc_max(cwnd >> 1, min_ssthresh);
+	return cc_max(cwnd * beta / beta_scale, min_ssthresh);
 }
 
 /* Recompute cnt, the ACKs needed for the next increment. */
@@ -96,6 +113,7 @@ CC_CB(void, bic316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	struct tcp_sock *tp = cc_tp(sk);
 	struct bic316 *ca = cc_ca(sk);
 
+	CC_GUARD(sk, bic316_ssthresh_for);
 	if (!cc_is_cwnd_limited(sk))
 		return;
 	if (cc316_in_slow_start(tp)) {
@@ -108,32 +126,23 @@ CC_CB(void, bic316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 
 CC_CB(u32, bic316_ssthresh, struct sock *sk)
 {
-	struct bic316 *ca = cc_ca(sk);
-	u32 cwnd = cc_tp(sk)->snd_cwnd;
-
-	ca->epoch_start = 0;
-	if (fast_convergence && cwnd < ca->last_max_cwnd)
-		ca->last_max_cwnd = cwnd * (beta_scale + beta) / (2 * beta_scale);
-	else
-		ca->last_max_cwnd = cwnd;
-	ca->loss_cwnd = cwnd;
-
-	if (cwnd <= low_window)
-		return cc_max(cwnd >> 1, min_ssthresh);
-	return cc_max(cwnd * beta / beta_scale, min_ssthresh);
+	return cc316_guard_reduction(sk, bic316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
 }
 
 CC_CB(u32, bic316_undo_cwnd, struct sock *sk)
 {
 	struct bic316 *ca = cc_ca(sk);
 
+	CC_GUARD(sk, bic316_ssthresh_for);
 	return cc_max(cc_tp(sk)->snd_cwnd, ca->loss_cwnd);
 }
 
 CC_CB(void, bic316_set_state, struct sock *sk, u8 new_state)
 {
+	CC_GUARD(sk, bic316_ssthresh_for);
 	if (new_state == TCP_CA_Loss)
 		bic_reset(cc_ca(sk));
+	cc316_guard_state(sk, new_state);
 }
 
 /* Packets per ACK as a moving average: ratio += sample - ratio/16. */
@@ -141,6 +150,7 @@ CC_CB(void, bic316_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 {
 	struct bic316 *ca = cc_ca(sk);
 
+	CC_GUARD(sk, bic316_ssthresh_for);
 	if (cc_ca_state(sk) == TCP_CA_Open)
 		ca->delayed_ack += sample->pkts_acked - (ca->delayed_ack >> ack_ratio_shift);
 }

@@ -46,7 +46,7 @@ struct cubic316 {
 	u32 last_ack;         /* HyStart: ms of the last train ACK */
 	u32 curr_rtt;         /* HyStart: min RTT this round, ms << 3 */
 };
-CC_STATIC_ASSERT(sizeof(struct cubic316) <= CC_CA_PRIV_SIZE, "cubic316 state too large");
+CC_STATIC_ASSERT(sizeof(struct cubic316) <= CC_PORT_PRIV_SIZE, "cubic316 state too large");
 
 /* Derived constants, as 3.16 computed them at module load. */
 #define CUBE_RTT_SCALE (bic_scale * 10)
@@ -89,6 +89,20 @@ CC_CB(void, cubic316_init, struct sock *sk)
 		hystart_reset(sk, ca);
 	if (!hystart && initial_ssthresh)
 		cc_tp(sk)->snd_ssthresh = initial_ssthresh;
+	cc316_guard_init(sk);
+}
+
+CC_INLINE u32 cubic316_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	struct cubic316 *ca = cc_ca(sk);
+
+	ca->epoch_start = 0;
+	if (fast_convergence && cwnd < ca->last_max_cwnd)
+		ca->last_max_cwnd = cwnd * (beta_scale + beta) / (2 * beta_scale);
+	else
+		ca->last_max_cwnd = cwnd;
+	ca->loss_cwnd = cwnd;
+	return cc_max(cwnd * beta / beta_scale, min_ssthresh);
 }
 
 /* floor(cbrt(a)), exact: one result bit per step, branch-free so the BPF
@@ -176,6 +190,7 @@ CC_CB(void, cubic316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	struct tcp_sock *tp = cc_tp(sk);
 	struct cubic316 *ca = cc_ca(sk);
 
+	CC_GUARD(sk, cubic316_ssthresh_for);
 	if (!cc_is_cwnd_limited(sk))
 		return;
 	if (cc316_in_slow_start(tp)) {
@@ -190,22 +205,14 @@ CC_CB(void, cubic316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 
 CC_CB(u32, cubic316_ssthresh, struct sock *sk)
 {
-	struct cubic316 *ca = cc_ca(sk);
-	u32 cwnd = cc_tp(sk)->snd_cwnd;
-
-	ca->epoch_start = 0;
-	if (fast_convergence && cwnd < ca->last_max_cwnd)
-		ca->last_max_cwnd = cwnd * (beta_scale + beta) / (2 * beta_scale);
-	else
-		ca->last_max_cwnd = cwnd;
-	ca->loss_cwnd = cwnd;
-	return cc_max(cwnd * beta / beta_scale, min_ssthresh);
+	return cc316_guard_reduction(sk, cubic316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
 }
 
 CC_CB(u32, cubic316_undo_cwnd, struct sock *sk)
 {
 	struct cubic316 *ca = cc_ca(sk);
 
+	CC_GUARD(sk, cubic316_ssthresh_for);
 	return cc_max(cc_tp(sk)->snd_cwnd, ca->loss_cwnd);
 }
 
@@ -213,10 +220,12 @@ CC_CB(void, cubic316_set_state, struct sock *sk, u8 new_state)
 {
 	struct cubic316 *ca = cc_ca(sk);
 
+	CC_GUARD(sk, cubic316_ssthresh_for);
 	if (new_state == TCP_CA_Loss) {
 		cubic_reset(ca);
 		hystart_reset(sk, ca);
 	}
+	cc316_guard_state(sk, new_state);
 }
 
 CC_INLINE void hystart_update(struct sock *sk, struct cubic316 *ca, u32 delay)
@@ -256,6 +265,7 @@ CC_CB(void, cubic316_pkts_acked, struct sock *sk, const struct ack_sample *sampl
 	s32 rtt_us = sample->rtt_us;
 	u32 delay;
 
+	CC_GUARD(sk, cubic316_ssthresh_for);
 	/* Packets per ACK as a moving average: ratio += sample - ratio/16. */
 	if (cc_ca_state(sk) == TCP_CA_Open) {
 		u32 ratio = ca->delayed_ack;

@@ -38,7 +38,7 @@ CC_TABLE struct hstcp_band hstcp316_bands[HSTCP_BANDS] = {
 struct hstcp316 {
 	u32 ai;
 };
-CC_STATIC_ASSERT(sizeof(struct hstcp316) <= CC_CA_PRIV_SIZE, "hstcp316 state too large");
+CC_STATIC_ASSERT(sizeof(struct hstcp316) <= CC_PORT_PRIV_SIZE, "hstcp316 state too large");
 
 /* Masking keeps the index provably inside the table for the verifier. */
 CC_INLINE u32 hstcp_bound(u32 i)
@@ -60,8 +60,16 @@ CC_CB(void, highspeed316_init, struct sock *sk)
 	struct hstcp316 *ca = cc_ca(sk);
 
 	ca->ai = 0;
+	cc316_guard_init(sk);
 	/* 3.16 also lowered snd_cwnd_clamp to 2^32/128 so cwnd*md fits; the clamp is
 	 * read-only to BPF and far above any window reachable here. */
+}
+
+CC_INLINE u32 highspeed316_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	struct hstcp316 *ca = cc_ca(sk);
+
+	return cc_max(cwnd - ((cwnd * hstcp_md(ca->ai)) >> 8), min_ssthresh);
 }
 
 CC_CB(void, highspeed316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
@@ -71,6 +79,8 @@ CC_CB(void, highspeed316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	u32 cwnd = tp->snd_cwnd;
 	u32 ai, step;
 
+	CC_GUARD(sk, highspeed316_ssthresh_for);
+	cwnd = tp->snd_cwnd;
 	if (!cc_is_cwnd_limited(sk))
 		return;
 	if (cc316_in_slow_start(tp)) {
@@ -98,21 +108,23 @@ CC_CB(void, highspeed316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 
 CC_CB(u32, highspeed316_ssthresh, struct sock *sk)
 {
-	struct hstcp316 *ca = cc_ca(sk);
-	u32 cwnd = cc_tp(sk)->snd_cwnd;
-
-	return cc_max(cwnd - ((cwnd * hstcp_md(ca->ai)) >> 8), min_ssthresh);
+	return cc316_guard_reduction(sk, highspeed316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
 }
 
 /* 3.16 HS-TCP had no undo hook: the stack's default applies. */
 CC_CB(u32, highspeed316_undo_cwnd, struct sock *sk)
 {
+	CC_GUARD(sk, highspeed316_ssthresh_for);
 	return cc316_default_undo(cc_tp(sk));
 }
+
+CC_GUARD_ONLY_HOOKS(highspeed316, highspeed316_ssthresh_for)
 
 CC_OPS(highspeed316,
 	.init = CC_FN(highspeed316_init),
 	.ssthresh = CC_FN(highspeed316_ssthresh),
 	.cong_avoid = CC_FN(highspeed316_cong_avoid),
 	.undo_cwnd = CC_FN(highspeed316_undo_cwnd),
+	.set_state = CC_FN(highspeed316_set_state),
+	.pkts_acked = CC_FN(highspeed316_pkts_acked),
 );

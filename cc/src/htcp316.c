@@ -35,7 +35,7 @@ struct htcp316 {
 	u32 Bi;
 	u32 lasttime;
 };
-CC_STATIC_ASSERT(sizeof(struct htcp316) <= CC_CA_PRIV_SIZE, "htcp316 state too large");
+CC_STATIC_ASSERT(sizeof(struct htcp316) <= CC_PORT_PRIV_SIZE, "htcp316 state too large");
 
 CC_INLINE u32 htcp_cong_time(struct sock *sk, struct htcp316 *ca)
 {
@@ -63,13 +63,18 @@ CC_CB(void, htcp316_init, struct sock *sk)
 	ca->beta = beta_min;
 	ca->pkts_acked = 1;
 	ca->last_cong = cc_jiffies(sk);
+	cc316_guard_init(sk);
 }
+
+/* The body of ssthresh() (defined below, next to the alpha and beta updates it makes). */
+CC_INLINE u32 htcp316_ssthresh_for(struct sock *sk, u32 cwnd);
 
 CC_CB(u32, htcp316_undo_cwnd, struct sock *sk)
 {
 	struct tcp_sock *tp = cc_tp(sk);
 	struct htcp316 *ca = cc_ca(sk);
 
+	CC_GUARD(sk, htcp316_ssthresh_for);
 	if (ca->undo_last_cong) {
 		ca->last_cong = ca->undo_last_cong;
 		ca->maxRTT = ca->undo_maxRTT;
@@ -98,10 +103,11 @@ CC_CB(void, htcp316_pkts_acked, struct sock *sk, const struct ack_sample *sample
 {
 	struct tcp_sock *tp = cc_tp(sk);
 	struct htcp316 *ca = cc_ca(sk);
-	u32 state = cc_ca_state(sk);
 	u32 now = cc_jiffies(sk);
-	u32 alpha_pkts, cur_Bi;
+	u32 alpha_pkts, cur_Bi, state;
 
+	CC_GUARD(sk, htcp316_ssthresh_for);
+	state = cc_ca_state(sk);
 	if (state == TCP_CA_Open)
 		ca->pkts_acked = sample->pkts_acked;
 	if (sample->rtt_us > 0)
@@ -184,7 +190,7 @@ CC_INLINE void htcp_alpha_update(struct sock *sk, struct htcp316 *ca)
 		ca->alpha = alpha_base;
 }
 
-CC_CB(u32, htcp316_ssthresh, struct sock *sk)
+CC_INLINE u32 htcp316_ssthresh_for(struct sock *sk, u32 cwnd)
 {
 	struct htcp316 *ca = cc_ca(sk);
 	u32 minRTT = ca->minRTT, maxRTT = ca->maxRTT;
@@ -194,7 +200,12 @@ CC_CB(u32, htcp316_ssthresh, struct sock *sk)
 	/* let maxRTT fade towards minRTT (route changes) */
 	if (minRTT > 0 && maxRTT > minRTT)
 		ca->maxRTT = minRTT + ((maxRTT - minRTT) * 95) / 100;
-	return cc_max((cc_tp(sk)->snd_cwnd * ca->beta) >> 7, min_ssthresh);
+	return cc_max((cwnd * ca->beta) >> 7, min_ssthresh);
+}
+
+CC_CB(u32, htcp316_ssthresh, struct sock *sk)
+{
+	return cc316_guard_reduction(sk, htcp316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
 }
 
 CC_CB(void, htcp316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
@@ -202,6 +213,7 @@ CC_CB(void, htcp316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	struct tcp_sock *tp = cc_tp(sk);
 	struct htcp316 *ca = cc_ca(sk);
 
+	CC_GUARD(sk, htcp316_ssthresh_for);
 	if (!cc_is_cwnd_limited(sk))
 		return;
 	if (cc316_in_slow_start(tp)) {
@@ -224,6 +236,7 @@ CC_CB(void, htcp316_set_state, struct sock *sk, u8 new_state)
 {
 	struct htcp316 *ca = cc_ca(sk);
 
+	CC_GUARD(sk, htcp316_ssthresh_for);
 	switch (new_state) {
 	case TCP_CA_Open:
 		if (ca->undo_last_cong) {
@@ -237,6 +250,7 @@ CC_CB(void, htcp316_set_state, struct sock *sk, u8 new_state)
 		htcp_reset(sk, ca);
 		break;
 	}
+	cc316_guard_state(sk, new_state);
 }
 
 CC_OPS(htcp316,

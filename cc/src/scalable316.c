@@ -9,12 +9,19 @@ CC_PARAM(min_ssthresh, 2, "lower bound of ssthresh in packets");
 
 CC_CB(void, scalable316_init, struct sock *sk)
 {
+	cc316_guard_init(sk);
+}
+
+CC_INLINE u32 scalable316_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	return cc_max(cwnd - (cwnd >> md_scale), min_ssthresh);
 }
 
 CC_CB(void, scalable316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = cc_tp(sk);
 
+	CC_GUARD(sk, scalable316_ssthresh_for);
 	if (!cc_is_cwnd_limited(sk))
 		return;
 	if (cc316_in_slow_start(tp))
@@ -25,20 +32,23 @@ CC_CB(void, scalable316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 
 CC_CB(u32, scalable316_ssthresh, struct sock *sk)
 {
-	u32 cwnd = cc_tp(sk)->snd_cwnd;
-
-	return cc_max(cwnd - (cwnd >> md_scale), min_ssthresh);
+	return cc316_guard_reduction(sk, scalable316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
 }
 
 /* 3.16 Scalable had no undo hook: the stack's default applies. */
 CC_CB(u32, scalable316_undo_cwnd, struct sock *sk)
 {
+	CC_GUARD(sk, scalable316_ssthresh_for);
 	return cc316_default_undo(cc_tp(sk));
 }
+
+CC_GUARD_ONLY_HOOKS(scalable316, scalable316_ssthresh_for)
 
 CC_OPS(scalable316,
 	.init = CC_FN(scalable316_init),
 	.ssthresh = CC_FN(scalable316_ssthresh),
 	.cong_avoid = CC_FN(scalable316_cong_avoid),
 	.undo_cwnd = CC_FN(scalable316_undo_cwnd),
+	.set_state = CC_FN(scalable316_set_state),
+	.pkts_acked = CC_FN(scalable316_pkts_acked),
 );

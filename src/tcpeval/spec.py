@@ -175,6 +175,14 @@ def _cross_field_problems(design: dict) -> list[str]:
                     problems.append(f"criteria/{name}/grid/{key}: placeholder {{{missing[0]}}} names no grid key")
                 elif not _placeholders(value) and value not in variants:
                     problems.append(f"criteria/{name}/grid/{key}: unknown variant {value!r}; allowed values: {', '.join(variants)}")
+    for name, crit in criteria.items():
+        for cname in crit.get("campaigns", []):
+            if cname not in design["campaigns"]:
+                problems.append(f"criteria/{name}/campaigns: unknown campaign {cname!r}; allowed values: "
+                                f"{', '.join(design['campaigns'])}")
+        if "duration_for_loss_events" in crit and 0 in crit["grid"]["drop"]:
+            problems.append(f"criteria/{name}/duration_for_loss_events: the grid has drop 0, where no "
+                            "loss event occurs; give such a criterion a duration_s")
     for cname, campaign in design["campaigns"].items():
         for crit in campaign.get("only", []):
             if crit not in criteria:
@@ -233,6 +241,28 @@ def criterion_settings(design: dict, campaign: str, criterion: str) -> dict:
     return settings
 
 
+def criteria_of(design: dict, campaign: str) -> list[str]:
+    """The criteria a campaign runs: its `only` list, else every criterion that does not
+    name its own campaigns (`campaigns:`), plus those that name this one."""
+    camp = _campaign(design, campaign)
+    if "only" in camp:
+        return list(camp["only"])
+    return [name for name, crit in design["criteria"].items()
+            if "campaigns" not in crit or campaign in crit["campaigns"]]
+
+
+def point_duration(crit: dict, settings: dict, rtt_ms: float, drop: float) -> float:
+    """A grid point's run length: the criterion's loss-event rule where it has one (enough
+    traffic for N expected loss events, tcpeval.mathis), else the settings' duration."""
+    rule = crit.get("duration_for_loss_events")
+    if not rule:
+        return float(settings["duration_s"])
+    from tcpeval import mathis
+
+    return mathis.duration_for_loss_events(rule["events"], rtt_ms, drop, rule["link_bps"],
+                                           min_s=rule.get("min_s", 0.0))
+
+
 def _render(template: str, values: dict[str, str]) -> str:
     # Values may themselves be templates ("second: '{variant}'"): render to a fixed point.
     for _ in range(4):
@@ -264,7 +294,7 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
     if backend not in BACKENDS:
         raise SpecError(f"backend: unknown backend {backend!r}; allowed values: {', '.join(BACKENDS)}")
     camp = _campaign(design, campaign)
-    wanted = list(criteria) if criteria else list(camp.get("only", design["criteria"]))
+    wanted = list(criteria) if criteria else criteria_of(design, campaign)
     for name in wanted:
         if name not in design["criteria"]:
             raise SpecError(f"criterion: unknown criterion {name!r}; allowed values: {', '.join(design['criteria'])}")
@@ -276,10 +306,11 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
         select = camp.get("criteria", {}).get(name, {}).get("select", {})
         for point in _grid_points(crit, select):
             labels = {k: str(v) for k, v in point.items() if k not in CONDITION_KEYS}
+            duration = point_duration(crit, settings, float(point["rtt_ms"]), float(point["drop"]))
             flows = []
             for tmpl in crit["flows"]:
                 if "start_fraction" in tmpl:
-                    start = tmpl["start_fraction"] * settings["duration_s"]
+                    start = tmpl["start_fraction"] * duration
                 else:
                     start = float(tmpl.get("start_s", 0.0))
                 flows.append(Flow(variant=_render(tmpl["variant"], labels),
@@ -296,7 +327,7 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                 cond = Condition(
                     backend=backend, campaign=campaign, criterion=name, flows=tuple(flows),
                     rtt_ms=float(point["rtt_ms"]), drop=float(point["drop"]), rep=rep,
-                    duration_s=float(settings["duration_s"]), interval_s=float(settings["interval_s"]),
+                    duration_s=duration, interval_s=float(settings["interval_s"]),
                     rate_bps=point.get("rate_bps", settings["rate_bps"]),
                     buffer_bytes=point.get("buffer_bytes", settings["buffer_bytes"]),
                     background_loss=float(settings["background_loss"]), hz=int(settings["hz"]),

@@ -20,24 +20,6 @@ sys.path.insert(0, str(HERE))
 NET_LOCK = Path("/run/lock/tcpeval-net.lock")
 
 
-def _root_ok() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, BPF struct_ops)"
-    for tool in ("ip", "tc", "nft", "ethtool", "ss"):
-        if shutil.which(tool) is None:
-            return f"needs {tool}"
-    return None
-
-
-def pytest_collection_modifyitems(config, items):
-    reason = _root_ok()
-    if reason:
-        skip = pytest.mark.skip(reason=reason)
-        for item in items:
-            if "root" in item.keywords:
-                item.add_marker(skip)
-
-
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(list(args), capture_output=True, text=True)
     if check and proc.returncode != 0:
@@ -213,8 +195,7 @@ class Dumbbell:
 
 @pytest.fixture
 def dumbbell():
-    if _root_ok():
-        pytest.skip(_root_ok())
+    assert os.geteuid() == 0, "the dumbbell needs root: mark the test @pytest.mark.root"
     db = Dumbbell()
     try:
         db.setup()

@@ -16,7 +16,14 @@ class Sock(C.Structure):  # mirrors the host struct in cc/include/cc316.h
                 ("snd_cwnd", C.c_uint32), ("snd_cwnd_cnt", C.c_uint32),
                 ("snd_ssthresh", C.c_uint32), ("snd_cwnd_clamp", C.c_uint32),
                 ("snd_nxt", C.c_uint32), ("max_packets_out", C.c_uint32),
-                ("_pad2", C.c_uint32), ("tcp_mstamp", C.c_uint64)]
+                ("prior_cwnd", C.c_uint32), ("prior_ssthresh", C.c_uint32),
+                ("undo_marker", C.c_uint32), ("_pad2", C.c_uint32),
+                ("tcp_mstamp", C.c_uint64)]
+
+
+class GuardStats(C.Structure):  # cc316_guard_stats in cc/include/cc316.h
+    _fields_ = [(name, C.c_uint64) for name in ("reductions", "missed_reductions", "missed_states",
+                                                 "foreign_ssthresh", "foreign_cwnd")]
 
 
 class AckSample(C.Structure):
@@ -95,11 +102,17 @@ class Sim:
             self.ack(pkts_per_ack, rtt_us if rtt_sample_us is None else rtt_sample_us,
                      rtt_us / n)
 
+    def guard_stats(self) -> dict:
+        g = GuardStats.in_dll(self.lib, "cc316_guard_stats")
+        return {name: getattr(g, name) for name, _ in GuardStats._fields_}
+
     def loss(self):
-        """Fast recovery as the stack does it: ssthresh hook, counter reset, the
-        Recovery state, and (after recovery) cwnd = ssthresh back in Open."""
+        """Fast recovery as the stack does it: prior_cwnd, the ssthresh hook, counter
+        reset, the Recovery state, and (after recovery) cwnd = ssthresh back in Open."""
         s = self.sk
         prior = s.snd_cwnd
+        s.prior_ssthresh = max(s.snd_ssthresh, (prior >> 1) + (prior >> 2))
+        s.prior_cwnd = prior
         s.snd_ssthresh = self.ops.ssthresh(self.p)
         s.snd_cwnd_cnt = 0
         if self.ops.set_state:

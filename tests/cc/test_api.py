@@ -1,8 +1,12 @@
 """API, CLI and build checks that need no privileges (the kmod build needs headers)."""
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,15 +29,57 @@ def test_names_are_short_and_distinct():
     assert all(len(n) < 16 for n in names) and not set(names) & {"reno", "cubic", "bbr"}
 
 
-def test_build_is_idempotent_and_hashes_are_stable(tmp_path):
+def test_build_is_idempotent(tmp_path):
     out = cc.build(tmp_path / "b")
     objs = sorted((out / "bpf").glob("*316.bpf.o"))
     assert [o.name for o in objs] == sorted(f"{v}316.bpf.o" for v in cc.VARIANTS)
     assert (out / "tevcc-loader").exists() and (out / "vmlinux.h").exists()
-    mtimes = [o.stat().st_mtime_ns for o in objs]
+    before = [(o.stat().st_mtime_ns, o.read_bytes()) for o in objs]
     cc.build(tmp_path / "b")
-    assert [o.stat().st_mtime_ns for o in objs] == mtimes  # nothing rebuilt
-    assert cc.source_sha256("bic") == cc.source_sha256("bic") != cc.source_sha256("cubic")
+    assert [(o.stat().st_mtime_ns, o.read_bytes()) for o in objs] == before  # nothing rebuilt
+
+
+def _digest(*files: Path) -> str:
+    """The source digest as documented: for each file (shim first), its name, NUL, its
+    length, NUL, then its bytes."""
+    h = hashlib.sha256()
+    for f in files:
+        data = f.read_bytes()
+        h.update(f.name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+    return h.hexdigest()
+
+
+def test_source_hash_covers_the_shim_and_the_source_and_follows_their_bytes(tmp_path, monkeypatch):
+    from tcpeval.cc import _common
+
+    copy = tmp_path / "cc"
+    shutil.copytree(_common.CC_DIR / "src", copy / "src")
+    shutil.copytree(_common.CC_DIR / "include", copy / "include")
+    shim, bic, cubic = copy / "include" / "cc316.h", copy / "src" / "bic316.c", copy / "src" / "cubic316.c"
+    monkeypatch.setattr(_common, "CC_DIR", copy)
+    monkeypatch.setattr(_common, "SHIM", shim)
+    # recomputed from the bytes on disk, in a fresh interpreter too (stable across runs)
+    assert cc.source_sha256("bic") == _digest(shim, bic) != _digest(shim, cubic) == cc.source_sha256("cubic")
+    repo_cc = _common.REPO_ROOT / "cc"
+    fresh = subprocess.run([sys.executable, "-c", "import tcpeval.cc as cc; print(cc.source_sha256('bic'))"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert fresh == _digest(repo_cc / "include" / "cc316.h", repo_cc / "src" / "bic316.c")
+    # one byte more in a source changes its hash only; in the shim, every hash
+    old_bic, old_cubic = cc.source_sha256("bic"), cc.source_sha256("cubic")
+    bic.write_bytes(bic.read_bytes() + b"\n")
+    assert cc.source_sha256("bic") not in (old_bic, old_cubic) and cc.source_sha256("cubic") == old_cubic
+    assert cc.source_sha256("bic") == _digest(shim, bic)
+    old_bic = cc.source_sha256("bic")
+    shim.write_bytes(shim.read_bytes() + b"/* */\n")
+    assert cc.source_sha256("bic") != old_bic and cc.source_sha256("cubic") != old_cubic
+
+
+def test_native_needs_a_builtin():
+    with pytest.raises(cc.CCError, match="native 'bic' is not available"):
+        with cc.loaded("bic", impl="native"):
+            pass
+    with cc.loaded("cubic", impl="native") as h:
+        assert h.kernel_name == "cubic" and h.object_sha256 is None
 
 
 def test_cli_params_json_and_list(capsys):

@@ -1,27 +1,8 @@
-"""Emulated-backend tests: real namespaces, real kernel TCP, real iperf3 (root only)."""
+"""Emulated-backend tests: real namespaces, real kernel TCP, real iperf3 (those that need
+root carry @pytest.mark.root; tests/root_gate.py skips them without root)."""
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
-
-
-
-def _skip_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, tc, BPF)"
-    for tool in ("ip", "tc", "iperf3", "clang", "gcc", "ethtool"):
-        if shutil.which(tool) is None:
-            return f"needs {tool}"
-    return None
-
-
-def pytest_collection_modifyitems(config, items):
-    reason = _skip_reason()
-    for item in items:
-        if "emulated" in str(item.fspath) and "root" in item.keywords and reason:
-            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(scope="session")

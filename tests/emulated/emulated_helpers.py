@@ -12,24 +12,34 @@ REPO = Path(__file__).resolve().parents[2]
 TCPEVAL = [str(Path(sys.executable).parent / "tcpeval")]
 
 
-def run_id_of(run_dir: Path) -> str | None:
-    """The run id a run logged ("run 1a2b3c: ...")."""
+def run_id_of(run_dir: Path) -> str:
+    """The run id a run logged ("run 1a2b3c: ..."); fails the test when there is none,
+    since every check keyed on it would then look at nothing."""
+    log = run_dir / "run.log"
     try:
-        m = re.search(r"\] run ([0-9a-f]{6}):", (run_dir / "run.log").read_text())
-    except OSError:
-        return None
-    return m.group(1) if m else None
+        m = re.search(r"\] run ([0-9a-f]{6}):", log.read_text())
+    except OSError as err:
+        raise AssertionError(f"no run id: cannot read {log} ({err})") from err
+    if m is None:
+        raise AssertionError(f"no run id in {log} (no line '] run <6 hex>:')")
+    return m.group(1)
 
 
 def leftovers_of(run_id: str) -> dict:
     """Namespaces, processes inside them, state file, of one run."""
     from tcpeval.backends.emulated import host
+    _check_run_id(run_id)
     ns = [n for n in host.list_netns() if n.startswith(f"tev{run_id}-")]
     procs = []
     for n in ns:
         procs += host.run(["ip", "netns", "pids", n], check=False).stdout.split()
     state = (host.STATE_DIR / f"{run_id}.json").exists()
     return {"namespaces": ns, "processes": procs, "state_file": state}
+
+
+def _check_run_id(run_id) -> None:
+    if not (isinstance(run_id, str) and re.fullmatch(r"[0-9a-f]{6}", run_id)):
+        raise AssertionError(f"not a run id: {run_id!r}; a leftover check needs the id of a real run")
 
 
 def nothing_left(run_id: str) -> bool:

@@ -37,3 +37,13 @@ def test_host_reference_measures_both_yardsticks_and_leaves_nothing():
     ref = reference.measure(duration_s=1.0)
     assert ref["direct_bps"] > 1e8 and ref["forwarding_bps"] > 1e8
     assert set(host.list_netns()) == before
+
+
+def test_in_order_segments_per_ack_leave_out_what_a_loss_makes_a_receiver_ack_at_once():
+    zero = {"InSegs": 0, "OutSegs": 0, "TCPOFOQueue": 0, "RetransSegs": 0}
+    after = {"s1": {**zero, "RetransSegs": 100},
+             "r1": {"InSegs": 10_000, "OutSegs": 5_400, "TCPOFOQueue": 700, "RetransSegs": 0}}
+    rec = _ack_record({"s1": dict(zero), "r1": dict(zero)}, after, pairs=1)
+    assert rec["receiver_segments_per_ack"] == pytest.approx(10_000 / 5_400)
+    # 800 segments (700 out of order, 100 retransmissions) each got their own ACK
+    assert rec["receiver_segments_per_ack_in_order"] == pytest.approx(9_200 / 4_600)

@@ -60,3 +60,17 @@ def test_shipped_claims_load_and_evaluate(smoke_results, design):
 def test_unknown_selection_key_is_an_error():
     with pytest.raises(C.ClaimError):
         C.evaluate(_claim({"type": "best", "metric": "mean_gbps", "expect": "bic", "where": {"colour": 1}}), _cells())
+
+
+def test_verdicts_by_campaign_have_a_column_per_campaign_with_results(smoke_results, tmp_path):
+    from tcpeval.cli import main
+
+    out = tmp_path / "by.tex"
+    assert main(["claims", "--results", str(smoke_results), "--claims", "paper/claims.yaml",
+                 "--out-tex", str(tmp_path / "c.tex"), "--also", "quick",
+                 "--out-campaigns-tex", str(out)]) == 0
+    text = out.read_text()
+    assert "Finding & \\texttt{smoke} \\\\" in text           # quick has no results here
+    assert "Campaigns without results for this backend: \\texttt{quick}." in text
+    n_claims = len(C.load_claims("paper/claims.yaml"))
+    assert text.count("\\\\\n") - 1 == n_claims               # header + one row per claim

@@ -1,28 +1,132 @@
-"""Figures render from synthetic tidy tables, full and partial matrix."""
+"""Figures draw the values of the tidy tables at the places their axes say, full and
+partial matrix; captions say what is shown, missing and excluded."""
 from pathlib import Path
+
+import numpy as np
+import pytest
 
 from tcpeval.analysis import tables
 from tcpeval.report import figures
+from tcpeval.report.latex import fmt_drop, fmt_rtt
 
 
 def _load(results, design, **kw):
     return tables.load(results, design, "smoke", "emulated", **kw)
 
 
-def test_every_figure_renders(smoke_results, design, tmp_path):
+@pytest.fixture
+def drawn(monkeypatch):
+    """Draw with the real figure code and keep each matplotlib figure to read back."""
+    kept = []
+    save = figures._save
+
+    def keep(fig, prefix):
+        kept.append(fig)
+        return save(fig, prefix)
+
+    monkeypatch.setattr(figures, "_save", keep)
+    return kept
+
+
+def _means(ds, criterion, keys, column):
+    """Per-cell means over repetitions, straight from the per-run rows."""
+    runs = ds.criterion(criterion)
+    runs = runs[np.isfinite(runs[column].astype(float))]
+    return {k: v / 1e9 if column.endswith("_bps") else v
+            for k, v in runs.groupby(keys)[column].mean().items()}
+
+
+def _bars(ax, groups, hues, width=0.8):
+    """Bar heights by (group, hue), from where each bar stands (figures._bars' layout)."""
+    w = width / len(hues)
+    out = {}
+    for bar in ax.patches:
+        x = bar.get_x() + bar.get_width() / 2
+        gi = int(round(x))
+        hi = int(round((x - gi + width / 2) / w - 0.5))
+        out[(groups[gi], hues[hi])] = bar.get_height()
+    return out
+
+
+def _close(got: dict, want: dict):
+    assert got.keys() == want.keys(), (sorted(got), sorted(want))
+    for key in want:
+        assert got[key] == pytest.approx(want[key], rel=1e-9), key
+
+
+def test_responsiveness_plots_each_variants_mean_per_drop_rate(smoke_results, design, tmp_path, drawn):
     ds = _load(smoke_results, design)
-    outs = [figures.draw("responsiveness", ds, tmp_path, rtt_ms=r) for r in (0.2, 6.2)]
-    outs += [figures.draw(n, ds, tmp_path) for n in ("utilisation", "convergence", "flows")]
-    for out in outs:
-        for f in out["files"]:
-            assert Path(f).stat().st_size > 1000 or f.suffix == ".tex"
-        pdf = next(f for f in out["files"] if f.suffix == ".pdf")
-        assert pdf.read_bytes().startswith(b"%PDF")
+    out = figures.draw("responsiveness", ds, tmp_path, rtt_ms=6.2)
+    ax_a = drawn[-1].axes[0]
+    drops = [t.get_text() for t in ax_a.get_xticklabels()]
+    got = {}
+    for container in ax_a.containers:  # one errorbar per variant
+        line = container.lines[0]
+        variant = next(v for v in tables.VARIANT_LABELS if tables.label(v) == container.get_label())
+        for x, y in zip(line.get_xdata(), line.get_ydata()):
+            got[(variant, drops[int(round(x))])] = y
+    want = {(v, fmt_drop(d, tex=False)): m
+            for (v, r, d), m in _means(ds, "responsiveness", ["variant", "rtt_ms", "drop"], "mean_bps").items()
+            if np.isclose(r, 6.2)}
+    _close(got, want)
+    assert out["missing_cells"] == len(ds.expected_in("responsiveness").query("rtt_ms == 6.2")) - len(want)
+    for f in out["files"][:2]:
+        assert f.read_bytes()[:4] in (b"%PDF", b"\x89PNG")
+
+
+def test_utilisation_bars_are_the_sum_of_both_flows_per_rtt(smoke_results, design, tmp_path, drawn):
+    ds = _load(smoke_results, design)
+    figures.draw("utilisation", ds, tmp_path)
+    for ax, criterion in zip(drawn[-1].axes, ("fairness", "compatibility")):
+        want = {(fmt_rtt(r), tables.label(v)): u
+                for (r, v), u in _means(ds, criterion, ["rtt_ms", "variant"], "utilisation_bps").items()}
+        rtts = [t.get_text().removesuffix(" ms") for t in ax.get_xticklabels()]
+        hues = [tables.label(v) for v in figures._order(ds.expected_in(criterion)["variant"])]
+        _close(_bars(ax, rtts, hues), want)
+        assert want, criterion  # smoke has two-flow runs of both kinds
+
+
+def test_convergence_bars_and_points_are_time_and_spread_per_pairing(smoke_results, design, tmp_path, drawn):
+    ds = _load(smoke_results, design)
+    figures.draw("convergence", ds, tmp_path)
+    ax, ax2 = drawn[-1].axes
+    runs = ds.criterion("convergence")
+    converged = runs[runs["converged"] == True]  # noqa: E712 (a column of booleans)
+    times = converged.groupby(["variant", "second", "rtt_ms"])["conv_time_s"].mean()
+    pairings = [t.get_text() for t in ax.get_xticklabels()]
+    rtts = sorted(ds.expected_in("convergence")["rtt_ms"].unique())
+    want = {(tables.pairing_label(v, s), f"{fmt_rtt(r)} ms"): t for (v, s, r), t in times.items()}
+    _close(_bars(ax, pairings, [f"{fmt_rtt(r)} ms" for r in rtts]), want)
+    spreads = sorted(converged.groupby(["variant", "second", "rtt_ms"])["spread_bps"].mean() / 1e9)
+    points = sorted(float(line.get_ydata()[0]) for line in ax2.lines)
+    assert points == pytest.approx(spreads, rel=1e-9) and points
+
+
+def test_flows_bars_are_each_flows_mean_per_rtt(smoke_results, design, tmp_path, drawn):
+    ds = _load(smoke_results, design)
+    figures.draw("flows", ds, tmp_path)
+    axes = drawn[-1].axes
+    pairings = [t.get_text() for t in axes[-1].get_xticklabels()]
+    rtts = sorted(set(ds.expected_in("fairness")["rtt_ms"]) | set(ds.expected_in("compatibility")["rtt_ms"]))
+    assert len(axes) == len(rtts)
+    for ax, r in zip(axes, rtts):
+        want = {}
+        for criterion in ("fairness", "compatibility"):
+            for column, hue in (("flow1_bps", "first flow"), ("flow2_bps", "second flow")):
+                for (v, s, rr), m in _means(ds, criterion, ["variant", "second", "rtt_ms"], column).items():
+                    if np.isclose(rr, r):
+                        want[(tables.pairing_label(v, s), hue)] = m
+        _close(_bars(ax, pairings, ["first flow", "second flow"]), want)
+
+
+def test_responsiveness_caption_names_the_drop_rate_shown_and_the_flagged_runs(smoke_results, design, tmp_path):
+    ds = _load(smoke_results, design)
+    out = figures.draw("responsiveness", ds, tmp_path, rtt_ms=0.2)
     tex = (tmp_path / "responsiveness-rtt0.2.tex").read_text()
     # smoke has no 1e-3 at 0.2 ms: the caption must say which drop rate it shows instead
     assert "because the original study's $10^{-3}$ is not in the data" in tex
     assert "\\includegraphics" in tex and "\\label{fig:rtt0.2}" in tex
-    assert outs[0]["efficiency_drop"] == 1e-4 and not outs[0]["preferred"]
+    assert out["efficiency_drop"] == 1e-4 and not out["preferred"]
     # flagged runs are excluded by default and the caption counts them
     n_flagged_resp = ds._flagged("responsiveness")
     assert n_flagged_resp > 0 and f"{n_flagged_resp} run(s) with fidelity verdict" in tex

@@ -1,12 +1,14 @@
 """Macros, Tables I and II: generated, complete, and the manuscript types no numbers."""
 import json
 import re
+from collections import Counter
 
 import pytest
 
 from tcpeval.analysis import tables
 from tcpeval.cli import main
 from tcpeval.report import latex, macros
+from tcpeval import spec
 from tcpeval.spec import REPO_ROOT as REPO
 
 
@@ -62,17 +64,48 @@ def test_table1_from_cc_params_json(cc_params_file, cc_params_fixture, tmp_path)
     assert "\\texttt{ai\\_cnt}~$=$~50" in text and "1e-7" in text
 
 
-def test_table1_from_the_real_implementations():
+def _rows(tex: str) -> list[list[str]]:
+    """The body rows of a booktabs table (between \\midrule lines), split into cells."""
+    body = tex.split("\\midrule", 1)[1].split("\\bottomrule")[0]
+    rows = []
+    for line in body.splitlines():
+        line = line.strip()
+        if line.endswith("\\\\"):
+            rows.append([c.strip() for c in re.split(r"(?<!\\)&", line[:-2])])
+    return rows
+
+
+def test_table1_cells_are_the_parameters_the_c_sources_declare():
     cc = pytest.importorskip("tcpeval.cc")
-    text = latex.table1(json.loads(json.dumps(cc.parameters())), tables.VARIANT_LABELS)
-    assert text.count("\\\\") >= 7
+    params = cc.parameters()
+    rows = {cells[0]: cells[1] for cells in _rows(latex.table1(json.loads(json.dumps(params)),
+                                                                 tables.VARIANT_LABELS))}
+    assert list(rows) == [latex.escape(tables.VARIANT_LABELS[v]) for v in tables.VARIANT_LABELS]
+    for variant, label in tables.VARIANT_LABELS.items():
+        cell = dict(re.findall(r"\\texttt\{([^}]*)\}~\$=\$~([^,]+)", rows[latex.escape(label)]))
+        assert cell == {latex.escape(name): latex.escape(str(p["value"])) for name, p in params[variant].items()}
+    # the values the original study's Table I gives, as the sources declare them
+    assert "\\texttt{beta}~$=$~717" in rows["CUBIC"] and "\\texttt{beta}~$=$~819" in rows["BIC"]
+    assert "\\texttt{ai\\_cnt}~$=$~50" in rows["Scalable"]
 
 
-def test_table2_counts(smoke_results, design, tmp_path):
+def test_table2_cells_are_the_designs_levels_and_run_counts(smoke_results, design, tmp_path):
     out = tmp_path / "t2.tex"
     assert main(["table", "table2", "--results", str(smoke_results), "--out", str(out)]) == 0
-    text = out.read_text()
-    assert "1,280" in text and "840" in text and "smoke" in text
+    rows = {cells[0]: cells for cells in _rows(out.read_text())}
+    paper_runs = spec.expand(design, "paper", "emulated")
+    smoke = Counter(c.criterion for c in spec.expand(design, "smoke", "emulated"))
+    used = Counter(tables.load(smoke_results, design, "smoke", "emulated").runs["criterion"])
+    for criterion in ("responsiveness", "fairness", "compatibility", "convergence"):
+        name = tables.CRITERION_LABELS[criterion] + (" \\& efficiency" if criterion == "responsiveness" else "")
+        cells = rows[name]
+        conds = [c for c in paper_runs if c.criterion == criterion]
+        assert cells[3:] == [str(len(conds)), str(smoke[criterion]), str(used[criterion])], criterion
+        rtts = ", ".join(latex.fmt_rtt(r) for r in sorted({c.rtt_ms for c in conds}))
+        drops = ", ".join(latex.fmt_drop(d) for d in sorted({c.drop for c in conds}))
+        assert f"RTT [ms]: {rtts}" in cells[2] and f"drop: {drops}" in cells[2], cells[2]
+    assert rows["$\\Sigma$"][3:] == ["1,280", str(sum(smoke.values())), str(sum(used.values()))]
+    assert sum(used.values()) < sum(smoke.values())  # flagged runs are not used
 
 
 def test_number_formats():

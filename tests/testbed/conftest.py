@@ -21,10 +21,9 @@ def sh(*args, check=True):
 
 
 def _require_root():
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces)")
-    if not Path(SSHD).exists() or not shutil.which("ssh"):
-        pytest.skip("needs openssh-server and openssh-client")
+    assert os.geteuid() == 0, "the SSH lab needs root: mark the test @pytest.mark.root"
+    assert Path(SSHD).exists() and shutil.which("ssh"), \
+        "no sshd/ssh: openssh-server is in tools/apt-packages.txt; run `make bootstrap`"
 
 
 class SshLab:

@@ -6,14 +6,13 @@ from tcpeval import spec, trace
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.testbed import TestbedBackend, TestbedConfigError, load_description
 
-pytestmark = pytest.mark.root
-
 
 def condition(rtt_ms, variant="reno", impl="native", drop=1e-3, duration=3):
     return spec.adhoc_condition([variant], rtt_ms=rtt_ms, drop=drop, duration_s=duration,
                                 backend="testbed", impl=impl, interval_s=0.2, seed=7)
 
 
+@pytest.mark.root
 def test_a_run_over_ssh_writes_a_valid_trace_with_the_drop_rate_realised(testbed_lab, tmp_path):
     lab, path = testbed_lab
     rtt = round(path.rtt_ms(), 3)
@@ -32,6 +31,7 @@ def test_a_run_over_ssh_writes_a_valid_trace_with_the_drop_rate_realised(testbed
     assert "net.ipv4.tcp_timestamps" in record["environment"]["sysctls"]["endpoints"]["s1"]
 
 
+@pytest.mark.root
 def test_a_port_registered_on_the_sender_is_used_and_verified(testbed_lab, tmp_path):
     from tcpeval import cc
 
@@ -44,6 +44,7 @@ def test_a_port_registered_on_the_sender_is_used_and_verified(testbed_lab, tmp_p
     assert record["measured"]["drop"]["dropped"] == 0
 
 
+@pytest.mark.root
 def test_a_condition_for_another_rtt_than_the_patched_path_is_refused(testbed_lab, tmp_path):
     lab, path = testbed_lab
     with pytest.raises(BackendError, match=r"condition.rtt_ms = 24.2: the testbed path is patched for 6.2 ms"):
@@ -51,6 +52,7 @@ def test_a_condition_for_another_rtt_than_the_patched_path_is_refused(testbed_la
     assert not (tmp_path / "run" / "trace.json").exists()
 
 
+@pytest.mark.root
 def test_an_algorithm_missing_on_the_sender_is_named(testbed_lab, tmp_path):
     lab, path = testbed_lab
     rtt = round(path.rtt_ms(), 3)

@@ -45,6 +45,13 @@ rule table2:
         " {params.flagged} > {log:q} 2>&1"
 
 
+# The other campaigns of the paper's matrix (those running its first criterion): the
+# reproduction section says which finding holds at which of them, from their tables
+# where they exist (their own `make paper CAMPAIGN=...` builds them).
+OTHER_CAMPAIGNS = [c for c in spec.campaign_names(DESIGN)
+                   if c != CAMPAIGN and "responsiveness" in spec.criteria_of(DESIGN, c)]
+
+
 rule claims:
     """The original study's findings (paper/claims.yaml) checked on our data."""
     input:
@@ -53,15 +60,46 @@ rule claims:
         design=config["design"],
     output:
         tex=f"{PAPER_OUT}/claims.tex",
+        campaigns=f"{PAPER_OUT}/claims-campaigns.tex",
         json=f"{PAPER_OUT}/claims.json",
     log:
         f"logs/paper/{BACKEND}/{CAMPAIGN}/claims.log",
     params:
         results=RESULTS,
         flagged=FLAGGED,
+        also=" ".join(f"--also {c}" for c in OTHER_CAMPAIGNS),
     shell:
         "tcpeval claims --results {params.results:q} --design {input.design:q} --claims {input.claims:q}"
-        " --out-tex {output.tex:q} --out-json {output.json:q} {params.flagged} > {log:q} 2>&1"
+        " --out-tex {output.tex:q} --out-json {output.json:q} --out-campaigns-tex {output.campaigns:q}"
+        " {params.also} {params.flagged} > {log:q} 2>&1"
+
+
+VALIDATION_RESULTS = f"{config['results_dir']}/{BACKEND}/validation"
+
+
+def validation_tables(wildcards):
+    """The validation campaign's tables when they exist (`make validation`), else none:
+    the manuscript then says that campaign has not been run."""
+    table = f"{VALIDATION_RESULTS}/runs.parquet"
+    return [table] if CAMPAIGN == "validation" or os.path.exists(table) else []
+
+
+rule validation:
+    """Reno 3.16 against the Mathis model and the kernel's Reno: figure and paragraph."""
+    input:
+        validation_tables,
+        design=config["design"],
+    output:
+        tex=f"{PAPER_OUT}/validation.tex",
+    log:
+        f"logs/paper/{BACKEND}/{CAMPAIGN}/validation.log",
+    params:
+        results=VALIDATION_RESULTS,
+        fig_dir=FIG_DIR,
+        flagged=FLAGGED,
+    shell:
+        "tcpeval validation --results {params.results:q} --design {input.design:q} --campaign validation"
+        " --fig-dir {params.fig_dir:q} --out-tex {output.tex:q} {params.flagged} > {log:q} 2>&1"
 
 
 rule macros:
@@ -89,7 +127,9 @@ rule paper:
         rules.table1.output,
         rules.table2.output,
         rules.claims.output.tex,
+        rules.claims.output.campaigns,
         rules.macros.output,
+        rules.validation.output.tex,
         main=f"{PAPER_DIR}/main.tex",
     output:
         PAPER_PDF,
@@ -99,4 +139,6 @@ rule paper:
         results=RESULTS,
         paper_dir=PAPER_DIR,
     shell:
+        # on failure the log (missing TeX file, its Debian package, the fix) goes to the console too
         "tcpeval paper build --results {params.results:q} --paper-dir {params.paper_dir:q} > {log:q} 2>&1"
+        " || {{ cat {log:q} >&2; exit 1; }}"

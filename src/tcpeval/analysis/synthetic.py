@@ -14,7 +14,7 @@ from typing import Iterable
 
 import numpy as np
 
-from tcpeval import paths, trace
+from tcpeval import mathis, paths, trace
 from tcpeval.spec import Condition, expand
 
 LINK_BPS = 9.5e9          # the paper's NIC limit, used when the condition leaves the rate open
@@ -22,14 +22,15 @@ MSS_BITS = 1448 * 8
 # (k, e): window ~ k / p^e packets per RTT; ordering loosely follows the algorithms' response functions.
 RESPONSE = {"reno": (1.22, 0.5), "cubic": (1.4, 0.55), "highspeed": (0.15, 0.82),
             "htcp": (0.3, 0.75), "scalable": (0.08, 0.97), "bic": (0.45, 0.9)}
+VALIDATION_CRITERIA = ("mathis", "mathis_native")
 # Share a high-speed flow takes from a Reno flow at RTT > 1 ms (downward compatibility).
 AGGRESSION = {"reno": 0.0, "cubic": 0.08, "htcp": 0.15, "highspeed": 0.22, "scalable": 0.3, "bic": 0.35}
 
 
-def _mean_rate(variant: str, rtt_ms: float, drop: float, link: float) -> float:
+def _mean_rate(variant: str, rtt_ms: float, drop: float, link: float, k: float | None = None) -> float:
     if drop <= 0:
         return 0.995 * link
-    k, e = RESPONSE.get(variant, RESPONSE["reno"])
+    k, e = (k, 0.5) if k is not None else RESPONSE.get(variant, RESPONSE["reno"])
     rtt = max(rtt_ms, 0.05) / 1000.0
     x = k / drop ** e * MSS_BITS / rtt
     return float(link * (1 - np.exp(-x / link)))  # smooth cap at the link rate
@@ -57,7 +58,12 @@ def make_record(cond: Condition, raw_dir: str = paths.DEFAULT_RAW_DIR, *, flagge
     flows = cond.flows
     if len(flows) == 1:
         n = int(round(cond.duration_s / dt))
-        rates.append(_series(rng, _mean_rate(flows[0].variant, cond.rtt_ms, cond.drop, link), n, dt, cond.drop, link))
+        # the validation campaign's Reno: the 3.16 port counts ACKs (Mathis constant with
+        # delayed ACKs), the kernel's counts packets (without)
+        k = ({"port": mathis.constant(2), "native": mathis.constant(1)}[flows[0].impl]
+             if cond.criterion in VALIDATION_CRITERIA else None)
+        rates.append(_series(rng, _mean_rate(flows[0].variant, cond.rtt_ms, cond.drop, link, k), n, dt,
+                             cond.drop, link))
     else:
         util = _utilisation(cond.rtt_ms) * link
         a, b = flows[0].variant, flows[1].variant

@@ -233,7 +233,8 @@ def table2(design: dict, campaign: str, backend: str) -> pd.DataFrame:
     runs = spec.expand(design, campaign, backend)
     counts = spec.counts_by_criterion(runs)
     rows = []
-    for name, crit in design["criteria"].items():
+    for name in spec.criteria_of(design, campaign):
+        crit = design["criteria"][name]
         sel = [r for r in runs if r.criterion == name]
         rows.append({"criterion": name, "metrics": ", ".join(crit.get("metrics", [])),
                      "variants": sorted({r.flows[0].variant for r in sel}, key=list(VARIANT_LABELS).index),

@@ -96,6 +96,8 @@ def _backend(name: str, args):
     options = {"progress": not args.quiet, "lock_timeout_s": args.lock_timeout}
     if name == "testbed":
         options["description"] = getattr(args, "testbed", None)
+    elif getattr(args, "attempts", None) is not None:
+        options["attempts"] = args.attempts
     try:
         return get_backend(name, **options)
     except ValueError as err:
@@ -202,6 +204,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--testbed", help="testbed description (backend testbed; default config/testbed.yaml "
                                      "or $TCPEVAL_TESTBED)")
     p.add_argument("--lock-timeout", type=float, default=900.0, help="wait this long for the host lock")
+    p.add_argument("--attempts", type=int, default=None,
+                   help="emulated: run a condition again when the host (not the setting) spoiled "
+                        "it -- stalled ACK path, skipped congestion-control hooks -- up to this "
+                        "many attempts in all (default 3; every attempt is in the trace)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(func=cmd_run)
 

@@ -22,12 +22,17 @@ PAPER_SYSCTLS = {
 }
 # Linux 3.16-like stack behaviour, overridable per condition (Condition.stack):
 # no RACK loss detection (3.16 predates it), the 3.16 TSQ limit of 128 KB, no SACK
-# compression (4.19 on: a receiver holds back up to 44 SACKs; 3.16 sent each one).
+# compression (4.19 on: a receiver holds back up to 44 SACKs; 3.16 sent each one), no
+# deferred ACKs while a socket's backlog is processed (6.8 on: one ACK for everything
+# that queued while the reader held the socket; 3.16 ACKed every second segment).
 STACK_316 = {
     "net.ipv4.tcp_recovery": 0,
     "net.ipv4.tcp_limit_output_bytes": 131072,
     "net.ipv4.tcp_comp_sack_nr": 0,
+    "net.ipv4.tcp_backlog_ack_defer": 0,
 }
+# Knobs of kernels newer than 3.16: where a kernel lacks one, it behaves as 3.16 did.
+NEWER_KERNEL_KNOBS = frozenset({"net.ipv4.tcp_comp_sack_nr", "net.ipv4.tcp_backlog_ack_defer"})
 RECORDED_SYSCTLS = sorted(set(PAPER_SYSCTLS) | set(STACK_316) | {
     "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
     "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_ecn", "net.ipv4.tcp_frto",
@@ -90,37 +95,64 @@ def display_path(run_dir: Path) -> str:
         return str(run_dir)
 
 
+def iperf3_server_args(interval_s: float) -> list[str]:
+    """Options every iperf3 server gets: JSON with the same interval as the client, so the
+    client can fetch the receiver's per-interval bytes (``--get-server-output``)."""
+    return ["-J", "-i", f"{interval_s:g}"]
+
+
+# The client's per-interval bytes are what the application wrote into its socket; with a
+# send buffer of up to 1 GiB they run ahead of the link (a 20-s run buffered 0.7 GB on the
+# development VM, +24 % on the mean). Throughput is therefore taken at the receiver.
 def parse_iperf3(data: dict, index: int, protocol: str = "tcp") -> dict:
-    """Columnar samples and a summary from an iperf3 client's JSON (``-J``)."""
+    """Columnar samples and a summary from an iperf3 client's JSON (``-J``).
+
+    bytes/throughput_bps are what the receiver got per interval (the server's intervals
+    from ``--get-server-output``, matched to the client's by position); cwnd, RTT and
+    retransmits are the sender's socket, from the client's intervals; sent_bytes is
+    what the sender's application wrote. Without server output (an older trace, a server
+    started without -J) the client's bytes are used and ``throughput_side`` says so."""
     from tcpeval.backends.base import BackendError
 
     if "error" in data:
         raise BackendError(f"flow {index}: iperf3 reported: {data['error']}")
-    cols = {k: [] for k in ("t_s", "bytes", "throughput_bps", "cwnd_bytes", "rtt_us", "retransmits")}
-    for interval in data.get("intervals", []):
+    server = data.get("server_output_json") or {}
+    received = [iv["streams"][0] for iv in server.get("intervals", [])]
+    side = "receiver" if received else "sender"
+    cols = {k: [] for k in ("t_s", "bytes", "throughput_bps", "sent_bytes", "cwnd_bytes", "rtt_us",
+                            "retransmits")}
+    for i, interval in enumerate(data.get("intervals", [])):
         s = interval["streams"][0]
         t = round(float(s["end"]), 6)
         if cols["t_s"] and t <= cols["t_s"][-1]:
             continue  # iperf3 occasionally repeats an end time; keep time strictly increasing
+        if received and i >= len(received):
+            break     # the receiver stopped reporting first
+        r = received[i] if received else s
         cols["t_s"].append(t)
-        cols["bytes"].append(s["bytes"])
-        cols["throughput_bps"].append(s["bits_per_second"])
+        cols["bytes"].append(r["bytes"])
+        cols["throughput_bps"].append(r["bits_per_second"])
+        cols["sent_bytes"].append(s["bytes"])
         cols["cwnd_bytes"].append(s.get("snd_cwnd"))
         cols["rtt_us"].append(s.get("rtt"))
         cols["retransmits"].append(s.get("retransmits"))
     end = data.get("end", {})
     streams = end.get("streams") or [{}]
     sender = streams[0].get("sender") or streams[0].get("udp") or {}
+    receiver = streams[0].get("receiver") or {}
+    got = receiver if receiver.get("bytes") is not None and protocol == "tcp" else sender
     summary = {
-        "bytes": sender.get("bytes", sum(cols["bytes"])),
-        "mean_throughput_bps": sender.get("bits_per_second", 0.0),
+        "bytes": got.get("bytes", sum(cols["bytes"])),
+        "mean_throughput_bps": got.get("bits_per_second", 0.0),
+        "throughput_side": "receiver" if got is receiver else "sender",
+        "sent_bytes": sender.get("bytes"),
         "retransmits": sender.get("retransmits"),
         "min_rtt_us": sender.get("min_rtt"), "mean_rtt_us": sender.get("mean_rtt"),
         "max_rtt_us": sender.get("max_rtt"), "max_cwnd_bytes": sender.get("max_snd_cwnd"),
     }
     if protocol == "udp":
         summary["lost_packets"] = sender.get("lost_packets")
-    return {"samples": cols, "summary": summary,
+    return {"samples": cols, "summary": summary, "samples_side": side,
             "verified": end.get("sender_tcp_congestion"),
             "receiver_cc": end.get("receiver_tcp_congestion"),
             "iperf3_version": data.get("start", {}).get("version")}

@@ -32,6 +32,7 @@ class CCHandle:
     hz: int | None
     owner_pid: int | None = None  # pid of the loader holding the registration
     shared: bool = False          # True: another tcpeval process registered it
+    guard_map_id: int | None = None  # the object's .bss map (cc316_guard_stats), see guard_stats
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in
@@ -126,8 +127,8 @@ def _start_loader_locked(variant: str, hz: int, use_fd: int) -> _Registration:
             # so just before we got the lock
             if name not in available_algorithms():
                 raise _Raced()
-            return _Registration(CCHandle(**handle_kw, owner_pid=st["pid"], shared=True), None,
-                                 use_fd)
+            return _Registration(CCHandle(**handle_kw, owner_pid=st["pid"], shared=True,
+                                          guard_map_id=st.get("guard_map_id")), None, use_fd)
         if st and st.get("pid") and not _pid_alive(st["pid"]) or (
                 st is None and name not in available_algorithms()):
             raise _Raced()  # its loader just ended; the kernel is unregistering it
@@ -154,12 +155,16 @@ def _start_loader_locked(variant: str, hz: int, use_fd: int) -> _Registration:
         err = proc.stderr.read().decode(errors="replace").strip()
         raise CCError(f"registering {name} failed (loader exit {proc.returncode}): "
                       f"{err[-2000:] or 'no ready line within %.0f s' % READY_TIMEOUT}")
-    reg = _Registration(CCHandle(**handle_kw, owner_pid=proc.pid), proc, use_fd)
+    fields = line.split()  # ready <name> <map_id> <link_id> <bss_map_id>
+    guard_map_id = int(fields[4]) if len(fields) > 4 and int(fields[4]) else None
+    reg = _Registration(CCHandle(**handle_kw, owner_pid=proc.pid, guard_map_id=guard_map_id),
+                        proc, use_fd)
     try:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         _state_file(name).write_text(json.dumps(
             {"pid": proc.pid, "hz": hz, "object_sha256": handle_kw["object_sha256"],
-             "source_sha256": handle_kw["source_sha256"], "runner_pid": os.getpid()}))
+             "source_sha256": handle_kw["source_sha256"], "runner_pid": os.getpid(),
+             "guard_map_id": guard_map_id}))
     except OSError:
         pass  # the state file only enables sharing; registration does not need it
     return reg

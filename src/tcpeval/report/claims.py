@@ -236,6 +236,26 @@ def table(verdicts: list[Verdict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def by_campaign(columns: dict[str, list[Verdict]], absent: list[str]) -> str:
+    """Which finding holds at which campaign: one row per claim, one column per campaign
+    whose results exist; campaigns without results are named below the table."""
+    mark = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{no}", NODATA: r"\textit{n/a}"}
+    names = list(columns)
+    ids = [v.id for v in next(iter(columns.values()))] if columns else []
+    lines = [r"\begin{longtable}{@{}l" + "c" * len(names) + "@{}}", r"\toprule",
+             "Finding & " + " & ".join(f"\\texttt{{{escape(n)}}}" for n in names) + r" \\",
+             r"\midrule", r"\endhead", r"\bottomrule", r"\endfoot"]
+    for i, cid in enumerate(ids):
+        marks = [mark[columns[n][i].verdict] for n in names]
+        lines.append(f"\\texttt{{{escape(cid)}}} & " + " & ".join(marks) + r" \\")
+    lines.append(r"\end{longtable}")
+    tail = ""
+    if absent:
+        tail = ("Campaigns without results for this backend: "
+                + ", ".join(f"\\texttt{{{escape(a)}}}" for a in absent) + ".\\par\n")
+    return "\n".join(lines) + "\n" + tail
+
+
 def counts(verdicts: list[Verdict]) -> dict[str, int]:
     return {k: sum(v.verdict == k for v in verdicts) for k in (HOLDS, FAILS, NODATA)}
 

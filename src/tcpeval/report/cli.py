@@ -5,6 +5,7 @@
     tcpeval table table2 --results R --out table2.tex
     tcpeval claims --results R [--claims paper/claims.yaml] --out-tex claims.tex --out-json claims.json
     tcpeval macros --results R --claims-json claims.json --out macros.tex
+    tcpeval validation --results results/emulated/validation --fig-dir D --out-tex T
     tcpeval paper build --results R [--paper-dir paper]
 
 The campaign and backend default to the last two parts of --results
@@ -80,6 +81,8 @@ def cmd_table(args) -> int:
 
 
 def cmd_claims(args) -> int:
+    from tcpeval import spec
+    from tcpeval.analysis import tables
     from tcpeval.report import claims as C
 
     ds, *_ = _context(args)
@@ -89,6 +92,21 @@ def cmd_claims(args) -> int:
         raise UserError(str(err)) from None
     Path(args.out_tex).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out_tex).write_text(C.table(verdicts))
+    if args.out_campaigns_tex:
+        _, design, campaign, backend = _context(args)
+        columns, absent = {campaign: verdicts}, []
+        for other in args.also or []:
+            other_results = Path(args.results).parent / other
+            if not (other_results / "runs.parquet").exists():
+                absent.append(other)
+                continue
+            try:
+                other_ds = tables.load(other_results, design, other, backend,
+                                       include_flagged=args.include_flagged)
+                columns[other] = C.check_all(C.load_claims(args.claims), other_ds)
+            except (spec.SpecError, C.ClaimError) as err:
+                raise UserError(f"{other_results}: {err}") from None
+        Path(args.out_campaigns_tex).write_text(C.by_campaign(columns, absent))
     if args.out_json:
         Path(args.out_json).write_text(json.dumps([v.__dict__ for v in verdicts], indent=1) + "\n")
     for v in verdicts:
@@ -106,6 +124,25 @@ def cmd_macros(args) -> int:
         verdicts = [C.Verdict(**v) for v in json.loads(Path(args.claims_json).read_text())]
     m = macros.build(ds, design, campaign, backend, verdicts, revision=args.revision)
     print(m.write(args.out))
+    return 0
+
+
+def cmd_validation(args) -> int:
+    from tcpeval import spec
+    from tcpeval.analysis import tables
+    from tcpeval.report import validation
+
+    results = Path(args.results)
+    ds = None
+    if (results / "runs.parquet").exists():
+        try:
+            design = spec.load_design(args.design)
+            ds = tables.load(results, design, args.campaign or results.name, args.backend or results.parent.name,
+                             include_flagged=args.include_flagged)
+        except spec.SpecError as err:
+            raise UserError(str(err)) from None
+    s = validation.write(ds, Path(args.fig_dir), Path(args.out_tex))
+    print(json.dumps(s, default=str))
     return 0
 
 
@@ -136,6 +173,13 @@ def add_parsers(sub) -> None:
     common(p)
     p.set_defaults(func=cmd_figure)
 
+    p = sub.add_parser("validation", help="the validation campaign's figure and paragraph (Reno vs the "
+                                          "Mathis model and the kernel's Reno); 'not run' without results")
+    p.add_argument("--fig-dir", required=True, help="where validation.{pdf,png,tex} go")
+    p.add_argument("--out-tex", required=True, help="the manuscript's paragraph")
+    common(p)
+    p.set_defaults(func=cmd_validation)
+
     p = sub.add_parser("table", help="LaTeX Table I (CC parameters) or Table II (test overview)")
     p.add_argument("which", choices=("table1", "table2"))
     p.add_argument("--out", required=True)
@@ -152,6 +196,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--claims", default="paper/claims.yaml")
     p.add_argument("--out-tex", required=True)
     p.add_argument("--out-json")
+    p.add_argument("--also", action="append", metavar="CAMPAIGN",
+                   help="another campaign (results beside --results) to check the claims on")
+    p.add_argument("--out-campaigns-tex", help="the verdict of each claim per campaign (--also)")
     p.set_defaults(func=cmd_claims)
 
     p = sub.add_parser("macros", help="write the LaTeX macro file every number in the manuscript comes from")

@@ -40,7 +40,7 @@ def _distinct(series: pd.Series) -> str:
 
 def _durations(ds: T.Dataset, design: dict, campaign: str) -> str:
     parts = []
-    for crit in design["criteria"]:
+    for crit in spec.criteria_of(design, campaign):
         try:
             d = spec.criterion_settings(design, campaign, crit)["duration_s"]
         except spec.SpecError:
@@ -87,7 +87,7 @@ def build(ds: T.Dataset, design: dict, campaign: str, backend: str,
     m.name("tevLambda", num(lam[0] if len(lam) == 1 else DEFAULT_LAMBDA, 2))
     m.name("tevEpsilon", num(eps[0] if len(eps) == 1 else DEFAULT_EPSILON, 2))
     m.name("tevDurations", _durations(ds, design, campaign))
-    reps = spec.criterion_settings(design, campaign, next(iter(design["criteria"])))["repetitions"]
+    reps = spec.criterion_settings(design, campaign, spec.criteria_of(design, campaign)[0])["repetitions"]
     m.name("tevRepetitions", reps)
     interval = runs["interval_s"].dropna().unique() if len(runs) else []
     m.name("tevIntervalMs", num(interval[0] * 1000, 0) if len(interval) == 1 else NA)

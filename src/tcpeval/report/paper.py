@@ -1,18 +1,23 @@
 """Stage the generated files into the paper and build it with latexmk (pdflatex).
 
-RESULTS/paper/{macros,table1,table2,claims}.tex and RESULTS/figures/*.{pdf,tex} are
+RESULTS/paper/{macros,table1,table2,claims,claims-campaigns,validation}.tex and RESULTS/figures/*.{pdf,tex} are
 copied into PAPER/generated/ (wiped first, so nothing stale survives); latexmk builds in
-PAPER/build/ and the PDF is copied to PAPER/main.pdf. The log is then checked: an
-undefined reference, citation or tcpeval value fails the build.
+PAPER/build/ (tcpeval.report.latexmk: a failed build leaves no state that would stop the
+next one) and the PDF is copied to PAPER/main.pdf. The log is then checked: an
+undefined reference, citation or tcpeval value fails the build, and a missing TeX file
+is named with the Debian package that ships it.
 """
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
-GENERATED = ("macros.tex", "table1.tex", "table2.tex", "claims.tex")
+from tcpeval.report import latexmk, texfiles
+
+BUILD_DIR = "build"
+GENERATED = ("macros.tex", "table1.tex", "table2.tex", "claims.tex", "claims-campaigns.tex",
+             "validation.tex")
 LOG_PROBLEMS = (
     re.compile(r"Package tcpeval Warning: .*"),
     re.compile(r"LaTeX Warning: (Reference|Citation) .* undefined.*"),
@@ -68,19 +73,20 @@ def build(results: Path, paper_dir: Path, latex: bool = True) -> Path:
     stage(results, paper_dir)
     if not latex:
         return paper_dir / "generated"
-    if shutil.which("latexmk") is None:
-        raise PaperError("latexmk not found; install the Debian packages in tools/apt-packages.txt")
-    build_dir = paper_dir / "build"
-    cmd = ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
-           f"-outdir={build_dir.name}", "main.tex"]
-    proc = subprocess.run(cmd, cwd=paper_dir, capture_output=True, text=True)
-    log = build_dir / "main.log"
-    problems = log_problems(log) if log.exists() else []
-    if proc.returncode != 0 or problems:
-        tail = "\n".join(proc.stdout.splitlines()[-15:])
-        raise PaperError(f"LaTeX build failed in {paper_dir} (log: {log}):\n  "
-                         + "\n  ".join(problems[:20] or ["latexmk exit status " + str(proc.returncode)])
+    try:
+        run = latexmk.compile_pdf(paper_dir, "main.tex", BUILD_DIR)
+    except latexmk.LatexmkMissing as err:
+        raise PaperError(str(err)) from err
+    log_text = run.log.read_text(errors="replace") if run.log.exists() else ""
+    problems = log_problems(run.log) if log_text else []
+    if not run.ok or problems:
+        latexmk.forget_state(paper_dir / BUILD_DIR, "main")
+        fixes = [f"fix: {texfiles.fix_for(name)}" for name in texfiles.missing_files(log_text)]
+        tail = "\n".join(run.output.splitlines()[-15:])
+        raise PaperError(f"LaTeX build failed in {paper_dir} (log: {run.log}):\n  "
+                         + "\n  ".join(problems[:20] or ["latexmk exit status " + str(run.returncode)])
+                         + "".join(f"\n{fix}" for fix in fixes)
                          + f"\n{tail}")
     pdf = paper_dir / "main.pdf"
-    shutil.copy2(build_dir / "main.pdf", pdf)
+    shutil.copy2(run.pdf, pdf)
     return pdf

@@ -17,6 +17,7 @@ SOURCES = {
     "dropper.bpf.o": HERE / "bpf" / "dropper.bpf.c",
     "tevbpf": HERE / "bpf" / "tevbpf.c",
     "tevdelay": HERE / "delayline" / "tevdelay.c",
+    "libtevrcv.so": HERE / "receiver" / "tevrcv.c",
 }
 INCLUDE = HERE / "include"  # headers shared by the BPF object and the helpers
 
@@ -26,6 +27,7 @@ class Artifacts:
     dropper_obj: Path
     tevbpf: Path
     tevdelay: Path
+    tevrcv: Path  # preloaded into the receivers' iperf3 servers (receiver/tevrcv.c)
     hashes: dict  # artifact -> sha256 of its source and the shared headers
 
 
@@ -53,6 +55,8 @@ def _command(name: str, src: Path, out: Path) -> list[str]:
     if name.endswith(".bpf.o"):
         return ["clang", "-O2", "-g", "-Wall", "-target", "bpf", f"-I{INCLUDE}",
                 f"-I/usr/include/{_multiarch()}", "-c", str(src), "-o", str(out)]
+    if name.endswith(".so"):
+        return ["gcc", "-O2", "-Wall", "-shared", "-fPIC", "-o", str(out), str(src), "-ldl"]
     libs = ["-lbpf"] if name == "tevbpf" else []
     return ["gcc", "-O2", "-Wall", f"-I{INCLUDE}", "-o", str(out), str(src), *libs]
 
@@ -77,4 +81,5 @@ def ensure_built(log=None) -> Artifacts:
                 raise BackendError(f"building {name} from {src} failed:\n{proc.stderr.strip()}")
             os.replace(tmp, out)
             stamp.write_text(digest + "\n")
-    return Artifacts(out_dir / "dropper.bpf.o", out_dir / "tevbpf", out_dir / "tevdelay", hashes)
+    return Artifacts(out_dir / "dropper.bpf.o", out_dir / "tevbpf", out_dir / "tevdelay",
+                     out_dir / "libtevrcv.so", hashes)

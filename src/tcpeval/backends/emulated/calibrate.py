@@ -5,8 +5,16 @@ through the complete per-packet path -- the run's own topology, CPU placement, o
 the BPF dropper enabled at p = 0, the delay line -- for one flow at the shortest and the
 longest RTT of the paper (0.2 and 24.2 ms) and for two flows (the shared-bottleneck
 criteria) at 24.2 ms. The host capacity is the lowest steady-state throughput (second half
-of each run) of these points; the default bottleneck rate is 90 % of it, rounded down to
-0.1 Gbps, so that the emulated link, not the host's CPUs, limits a run. Calibration runs
+of each run) of these points.
+
+A rate the host carries is not yet a rate it carries faithfully: at the same points the
+calibration then searches, from 90 % of that capacity down in steps of FAITHFUL_STEP,
+for the highest bottleneck rate at which a run comes out with fidelity verdict ok --
+delay line on time, receivers ACKing every second segment, the link and not the CPUs
+limiting the flow (tcpeval.backends.fidelity). A run spoiled only by transient host
+trouble (a stalled vCPU) is tried again, up to FAITHFUL_TRIES times. The lowest of these
+faithful rates, rounded down to 0.1 Gbps, is the default bottleneck rate, and runs at a
+configured rate above it are flagged. Calibration runs
 under the host lock (no experiment of ours disturbs it); the host's load average before
 and after is recorded, since other tenants' load lowers the figure. The result is cached
 in /var/cache/tcpeval (root) or ~/.cache/tcpeval, keyed by hostname, kernel, CPU count
@@ -26,7 +34,10 @@ from pathlib import Path
 
 CALIBRATION_POINTS = ((1, 0.2), (1, 24.2), (2, 24.2))  # (flows, RTT ms)
 DEFAULT_FRACTION = 0.9
-VERSION = 2
+FAITHFUL_STEP = 0.8
+FAITHFUL_FLOOR_BPS = 0.2e9
+FAITHFUL_TRIES = 3
+VERSION = 3
 HERE = Path(__file__).resolve().parent
 
 
@@ -70,9 +81,40 @@ def default_rate(capacity_bps: float) -> float:
     return math.floor(capacity_bps * DEFAULT_FRACTION / 1e8) * 1e8
 
 
+def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duration_s: float,
+                  start_bps: float, log=None) -> dict:
+    """Search down from start_bps (steps of FAITHFUL_STEP, 0.1 Gbps grid) for the highest
+    rate at which a native-CUBIC run at p = 0 gets verdict ok. ``executor(rtt_ms,
+    duration_s, run_dir, flows, rate_bps)`` runs one (the caller holds the host lock).
+    Returns {"rate_bps": the rate or None below FAITHFUL_FLOOR_BPS, "tried": [...]}."""
+    from tcpeval.backends import fidelity
+
+    log = log or (lambda m: None)
+    rate, tried = default_rate(start_bps), []
+    while rate >= FAITHFUL_FLOOR_BPS:
+        for attempt in range(FAITHFUL_TRIES):
+            rec = executor(rtt_ms, duration_s, Path(run_dir) / f"f{flows}-rtt{rtt_ms}-{rate:.0f}-{attempt}",
+                           flows, rate)
+            reasons = rec["fidelity"]["reasons"]
+            acks = rec["measured"].get("acks") or {}
+            tried.append({"rate_bps": rate, "attempt": attempt + 1, "verdict": rec["fidelity"]["verdict"],
+                          "reasons": reasons, "steady_bps": rec["measured"]["steady_throughput_bps"],
+                          "segments_per_ack": acks.get("receiver_segments_per_ack_in_order"),
+                          "cpu_stolen": rec["measured"].get("cpu_stolen")})
+            log(f"calibration: {flows} flow(s) at {rtt_ms} ms, {rate / 1e9:.1f} Gbps: "
+                f"{rec['fidelity']['verdict']}{' (' + '; '.join(reasons) + ')' if reasons else ''}")
+            if not reasons or not fidelity.transient_only(reasons):
+                break
+        if not reasons:
+            return {"rate_bps": rate, "tried": tried}
+        rate = math.floor(rate * FAITHFUL_STEP / 1e8) * 1e8
+    return {"rate_bps": None, "tried": tried}
+
+
 def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, log=None) -> dict:
-    """Measure and cache. ``executor(rtt_ms, duration_s, run_dir, flows)`` performs one
-    unshaped run (the caller holds the host lock) and returns its record."""
+    """Measure and cache. ``executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None)``
+    performs one run, unshaped without a rate (the caller holds the host lock), and
+    returns its record."""
     log = log or (lambda m: None)
     key = host_key(build_hashes)
     points = []
@@ -90,9 +132,22 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, log=None
                            "measured_rtt_ms": m["rtt_ms"], "cpu_busy": m.get("cpu_busy"),
                            "fidelity_reasons": record["fidelity"]["reasons"]})
             log(f"calibration: {flows} flow(s), {rtt} ms -> {bps / 1e9:.2f} Gbps")
-    capacity = min(p["throughput_bps"] for p in points)
+        capacity = min(p["throughput_bps"] for p in points)
+        start = capacity
+        for p in points:  # only the lowest matters: each search starts at the lowest so far
+            found = faithful_rate(executor, Path(tmp) / "faithful", rtt_ms=p["rtt_ms"], flows=p["flows"],
+                                  duration_s=duration_s, start_bps=start, log=log)
+            p["faithful_rate_bps"], p["faithful_search"] = found["rate_bps"], found["tried"]
+            if found["rate_bps"]:
+                start = found["rate_bps"] / DEFAULT_FRACTION
+    faithful = min((p["faithful_rate_bps"] or 0.0) for p in points)
+    if not faithful:
+        log(f"calibration: no rate down to {FAITHFUL_FLOOR_BPS / 1e9:g} Gbps came out faithful at "
+            f"every point; runs use the lowest tried and are judged as they come")
+        faithful = FAITHFUL_FLOOR_BPS
     data = {"key": key, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "host_capacity_bps": capacity, "default_rate_bps": default_rate(capacity),
+            "host_capacity_bps": capacity, "faithful_rate_bps": faithful,
+            "default_rate_bps": faithful,
             "points": points, "loadavg_before": load_before, "loadavg_after": os.getloadavg()[0],
             "method": " ".join(__doc__.split("\n\n")[1].split())}
     path = cache_path(key)

@@ -66,6 +66,20 @@ def loaded(variant: str, impl: str = "port", hz: int = 250):
     yield NativeHandle(variant=variant, impl="native", kernel_name=variant)
 
 
+def guard_stats(handle) -> dict | None:
+    """The port's host-fault guard counters (tcpeval.cc.guard_stats), None without a port."""
+    mod = cc_module()
+    if mod is None or not hasattr(mod, "guard_stats"):
+        return None
+    return mod.guard_stats(handle)
+
+
+def guard_difference(after: dict | None, before: dict | None) -> dict | None:
+    if after is None or before is None:
+        return None
+    return {k: after[k] - before[k] for k in after}
+
+
 def socket_algorithms(ns: str, port: int) -> list[str]:
     """Algorithms of the established flows to/from ``port`` in ``ns`` (``ss -ti``)."""
     mod = cc_module()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tcpeval.backends.emulated import host
 
@@ -91,6 +92,12 @@ class Topology:
     def sender_ports(self) -> list[str]:
         return [self.dev(f"s{i}") for i in range(1, self.pairs + 1)]
 
+    def set_receive_window(self, rwin: dict) -> None:
+        """The receivers' buffer settings of receive_window(...) (before any flow connects);
+        the clamp itself is the servers' (receiver_env)."""
+        for i in range(1, self.pairs + 1):
+            sysctl(self.ns(f"r{i}"), rwin["sysctls"], strict=True)
+
     # build ------------------------------------------------------------------
     def create(self) -> None:
         sw, ep, br = self.sw, self.dev("ep"), self.bottleneck_dev
@@ -119,6 +126,7 @@ class Topology:
                     f"route add default via {gw} dev {ep}"]) + "\n")
         self._read_macs()
         self._static_l2()
+
         sysctl(sw, {"net.ipv4.ip_forward": 1, "net.ipv4.conf.all.rp_filter": 0,
                     "net.ipv4.conf.default.rp_filter": 0}, strict=True)
         # bridge -> iptables hooks cost a pass per packet; off where the kernel has them
@@ -275,6 +283,40 @@ class Topology:
         for ns in reversed(self.created):
             host.remove_netns(ns)
         self.created.clear()
+
+
+# Receivers' window. 3.16 receivers ACK a pair of segments at once only while the right
+# edge of the advertised window moves (__tcp_ack_snd_check); once the reading application
+# lags, free receive space falls below the window and they ACK when the reader frees
+# space instead -- stretch ACKs. The paper's dedicated receivers kept up; ours share a CPU.
+# So the window is clamped (TCP_WINDOW_CLAMP, set by receiver/tevrcv.c preloaded into
+# iperf3: the kernel resets any clamp set before the first data) well above anything the
+# path needs, and the buffer (autotuning off) is several times the clamp, so a lagging
+# reader eats into the spare room, not into the window.
+RECEIVE_WINDOW_FACTOR = 2   # window clamp = 2 x (BDP + bottleneck buffer)
+RECEIVE_BUFFER_FACTOR = 4   # receive buffer = 4 x the clamp
+RECEIVE_WINDOW_MIN = 1 << 20
+RECEIVE_BUFFER_MAX = 1 << 30  # the paper's hosts' tcp_rmem maximum
+UNSHAPED_RATE_BPS = 10e9      # no bottleneck (calibration): size for the paper's 10G
+
+
+def receive_window(rate_bps: float | None, rtt_ms: float, buffer_bytes: int) -> dict:
+    """The receivers' window clamp and buffer for a path (bytes)."""
+    bdp = (rate_bps or UNSHAPED_RATE_BPS) * rtt_ms / 1e3 / 8
+    window = max(RECEIVE_WINDOW_MIN, int(RECEIVE_WINDOW_FACTOR * (bdp + buffer_bytes)))
+    buffer = min(RECEIVE_BUFFER_MAX, RECEIVE_BUFFER_FACTOR * window)
+    window = min(window, buffer // RECEIVE_BUFFER_FACTOR)
+    return {"window_clamp_bytes": window, "buffer_bytes": buffer,
+            "sysctls": {"net.ipv4.tcp_moderate_rcvbuf": 0,
+                        "net.ipv4.tcp_rmem": f"4096 {buffer} {RECEIVE_BUFFER_MAX}"},
+            "how": "TCP_WINDOW_CLAMP on the receiving sockets (libtevrcv.so preloaded into the "
+                   "iperf3 servers); receive-buffer autotuning off, tcp_rmem default = buffer",
+            "why": "3.16 receivers ACK every second segment only while the window's right "
+                   "edge advances; a lagging reader must not stretch the ACK clock"}
+
+
+def receiver_env(rwin: dict, preload: Path) -> dict:
+    return {"LD_PRELOAD": str(preload), "TEVRCV_WINDOW_CLAMP": rwin["window_clamp_bytes"]}
 
 
 def sysctl(ns: str, values: dict, *, strict: bool) -> dict:

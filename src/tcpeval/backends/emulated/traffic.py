@@ -34,21 +34,25 @@ class FlowProc:
     ss_tries: int = 0
     sender_cpu: int | None = None    # iperf3 -A (topology.placement: kept off the
     receiver_cpu: int | None = None  # delay line's CPU where its softirq would follow)
+    receiver_env: dict | None = None  # the server's environment (topology.receive_window)
 
     @property
     def pair(self) -> int:
         return self.index + 1
 
     def start_server(self, topo: topology.Topology) -> None:
-        args = ["iperf3", "-s", "-1", "-p", PORT]
+        args = ["iperf3", "-s", "-1", "-p", PORT, *common.iperf3_server_args(self.interval_s)]
         if self.receiver_cpu is not None:
             args += ["-A", self.receiver_cpu]
+        if self.receiver_env:
+            args = ["env", *(f"{k}={v}" for k, v in self.receiver_env.items()), *args]
         self.server = host.spawn(args, ns=topo.ns(f"r{self.pair}"),
                                  stderr=open(self.err_path.with_suffix(".server.log"), "wb"))
 
     def start_client(self, topo: topology.Topology) -> None:
         args = ["iperf3", "-c", topology.receiver_ip(self.pair), "-p", PORT, "-J",
-                "-t", f"{self.duration_s:g}", "-i", f"{self.interval_s:g}", "--connect-timeout", "3000"]
+                "-t", f"{self.duration_s:g}", "-i", f"{self.interval_s:g}", "--connect-timeout", "3000",
+                "--get-server-output"]
         if self.protocol == "udp":
             args += ["-u", "-b", f"{int(self.rate_bps or 1e9)}"]
         else:

@@ -198,7 +198,8 @@ class TestbedBackend:
             # reliably take its remote command with it.
             limit = f"{condition.duration_s + 2 * GRACE_S:g}"
             for i, r in enumerate(receivers):
-                server = r.spawn(["timeout", limit, "iperf3", "-s", "-1", "-p", PORT + i])
+                server = r.spawn(["timeout", limit, "iperf3", "-s", "-1", "-p", PORT + i,
+                                  *common.iperf3_server_args(condition.interval_s)])
                 stack.callback(server.kill)
             self._wait_listening(receivers)
 
@@ -214,7 +215,7 @@ class TestbedBackend:
                 clients.append((i, out, senders[i].spawn(
                     ["timeout", limit, "iperf3", "-c", desc["receivers"][i]["data_ip"], "-p", PORT + i, "-J",
                      "--logfile", out, "-t", f"{condition.duration_s - flow.start_s:g}",
-                     "-i", f"{condition.interval_s:g}", "-C", names[i]])))
+                     "-i", f"{condition.interval_s:g}", "-C", names[i], "--get-server-output"])))
                 log(f"flow {i} started ({names[i]}) at {time.monotonic() - t0:.2f} s")
             for i, _, proc in clients:
                 try:

@@ -202,6 +202,7 @@ static int cmd_line(int argc, char **argv)
 	uint64_t forwarded = 0, no_route = 0, non_ip = 0, send_err = 0, ts_fallback = 0, late = 0, ts_software = 0, ts_future = 0;
 	int64_t max_late = 0, sum_err = 0, max_early = 0;
 	uint64_t hist[8] = {0}; /* lateness: <Q/2, <Q, <2Q, <5Q, <10Q, <100Q, >=100Q, early */
+	uint64_t late_ms[3] = {0}; /* frames late by >= 1, 2, 5 ms: held back, whatever Q is */
 	int64_t half = quantum / 2;
 	struct pollfd pfds[MAX_IN];
 	for (int i = 0; i < nin; i++)
@@ -257,6 +258,9 @@ static int cmd_line(int argc, char **argv)
 			hist[b]++;
 			if (b >= 1 && b <= 6)
 				late++;
+			late_ms[0] += err >= 1000000;
+			late_ms[1] += err >= 2000000;
+			late_ms[2] += err >= 5000000;
 			uint32_t dip;
 			struct route *rt = NULL;
 			if (h->tp_snaplen >= 34 && (eth[12] != 0x08 || eth[13] != 0x00)) {
@@ -335,11 +339,12 @@ static int cmd_line(int argc, char **argv)
 		",\"max_late_ns\":%" PRId64 ",\"max_early_ns\":%" PRId64 ",\"mean_error_ns\":%.1f"
 		",\"error_histogram\":{\"lt_half_q\":%" PRIu64 ",\"lt_q\":%" PRIu64 ",\"lt_2q\":%" PRIu64
 		",\"lt_5q\":%" PRIu64 ",\"lt_10q\":%" PRIu64 ",\"lt_100q\":%" PRIu64 ",\"ge_100q\":%" PRIu64
-		",\"early\":%" PRIu64 "}}\n",
+		",\"early\":%" PRIu64 "},\"late_ge_ms\":{\"1\":%" PRIu64 ",\"2\":%" PRIu64 ",\"5\":%" PRIu64 "}}\n",
 		delay, quantum, forwarded, no_route, non_ip, send_err, ring_drops, rings[0].frames, ts_fallback, ts_software, ts_future,
 		late, max_late, max_early,
 		forwarded + no_route ? (double)sum_err / (double)(forwarded + no_route) : 0.0,
-		hist[0], hist[1], hist[2], hist[3], hist[4], hist[5], hist[6], hist[7]);
+		hist[0], hist[1], hist[2], hist[3], hist[4], hist[5], hist[6], hist[7],
+		late_ms[0], late_ms[1], late_ms[2]);
 	if (f != stdout)
 		fclose(f);
 	return 0;

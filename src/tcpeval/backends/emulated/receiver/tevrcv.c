@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libtevrcv.so: preloaded into the receivers' iperf3 servers (LD_PRELOAD), it holds
+ * every TCP socket the server reads from at TCP_WINDOW_CLAMP = $TEVRCV_WINDOW_CLAMP bytes.
+ *
+ * Why: a receiver ACKs each second segment only while the right edge of its advertised
+ * window moves (__tcp_ack_snd_check, the same rule in 3.16). Unclamped, the window is
+ * the whole free receive buffer, so every byte the reading application has not yet
+ * taken stops the edge and the ACK waits for the reader: stretch ACKs, 3-89 segments
+ * per ACK on a 2-core host where the reader shares a CPU. The paper's dedicated
+ * receivers kept up. With the window clamped well below a much larger buffer, a lagging
+ * reader eats into spare room and the edge keeps moving.
+ *
+ * Why here and not once at accept(): the kernel resets the clamp to the buffer size
+ * when it first measures the peer's segment size (tcp_measure_rcv_mss, 6.x), after the
+ * first data arrived. So the clamp is (re)applied from the reads, every CLAMP_EVERY-th.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define MAX_FDS 4096
+#define CLAMP_EVERY 64
+
+static unsigned char kind[MAX_FDS];  /* 0 unknown, 1 TCP, 2 other */
+static unsigned int reads[MAX_FDS];
+static int clamp = -1;
+
+static void after_read(int fd, ssize_t n)
+{
+	int proto = 0;
+	socklen_t len = sizeof(proto);
+
+	if (n <= 0 || fd < 0 || fd >= MAX_FDS)
+		return;
+	if (clamp < 0) {
+		const char *v = getenv("TEVRCV_WINDOW_CLAMP");
+
+		clamp = v ? atoi(v) : 0;
+	}
+	if (clamp <= 0)
+		return;
+	if (!kind[fd])
+		kind[fd] = getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) == 0 &&
+			   proto == IPPROTO_TCP ? 1 : 2;
+	if (kind[fd] == 1 && reads[fd]++ % CLAMP_EVERY == 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof(clamp));
+}
+
+ssize_t read(int fd, void *buf, size_t count)
+{
+	static ssize_t (*real)(int, void *, size_t);
+	ssize_t n;
+
+	if (!real)
+		real = dlsym(RTLD_NEXT, "read");
+	n = real(fd, buf, count);
+	after_read(fd, n);
+	return n;
+}
+
+ssize_t recv(int fd, void *buf, size_t count, int flags)
+{
+	static ssize_t (*real)(int, void *, size_t, int);
+	ssize_t n;
+
+	if (!real)
+		real = dlsym(RTLD_NEXT, "recv");
+	n = real(fd, buf, count, flags);
+	after_read(fd, n);
+	return n;
+}
+
+int close(int fd)
+{
+	static int (*real)(int);
+
+	if (!real)
+		real = dlsym(RTLD_NEXT, "close");
+	if (fd >= 0 && fd < MAX_FDS) {
+		kind[fd] = 0;
+		reads[fd] = 0;
+	}
+	return real(fd);
+}

@@ -1,0 +1,48 @@
+"""The Mathis model of a Reno flow under random loss, the yardstick of the validation
+campaign (and of the run lengths it needs).
+
+    B = MSS / RTT * C / sqrt(p),  C = sqrt(3 / (2 b))
+
+Mathis, Semke, Mahdavi, Ott: The macroscopic behavior of the TCP congestion avoidance
+algorithm (CCR 1997). b is the number of packets acknowledged per ACK: 2 with delayed
+ACKs (C = 0.87), as on the paper's 3.16 receivers. The model holds while the loss, not
+the link, limits the flow; above the link rate the flow is link-limited instead.
+"""
+from __future__ import annotations
+
+import math
+
+MSS_BYTES = 1448          # Ethernet MTU 1500 without timestamps, as in the paper's setup
+PACKETS_PER_ACK = 2       # delayed ACKs
+BAND = 0.4                # the issue's acceptance band: the model +-40 %
+
+
+def constant(packets_per_ack: float = PACKETS_PER_ACK) -> float:
+    return math.sqrt(3 / (2 * packets_per_ack))
+
+
+def throughput_bps(rtt_ms: float, p: float, *, mss_bytes: int = MSS_BYTES,
+                   packets_per_ack: float = PACKETS_PER_ACK) -> float:
+    """The model's rate in bit/s; inf at p = 0."""
+    if rtt_ms <= 0:
+        raise ValueError(f"rtt_ms must be > 0, got {rtt_ms}")
+    if p <= 0:
+        return math.inf
+    return mss_bytes * 8 / (rtt_ms / 1e3) * constant(packets_per_ack) / math.sqrt(p)
+
+
+def loss_events_per_s(rtt_ms: float, p: float, link_bps: float, *,
+                      mss_bytes: int = MSS_BYTES) -> float:
+    """Packets lost per second at the model's rate, or at the link's if that is lower.
+    (With random loss at rate p, about one loss event per lost packet.)"""
+    rate = min(throughput_bps(rtt_ms, p, mss_bytes=mss_bytes), link_bps)
+    return p * rate / (mss_bytes * 8)
+
+
+def duration_for_loss_events(events: int, rtt_ms: float, p: float, link_bps: float, *,
+                             min_s: float = 0.0) -> float:
+    """Seconds of traffic for `events` expected loss events, at least min_s, whole seconds."""
+    per_s = loss_events_per_s(rtt_ms, p, link_bps)
+    if per_s <= 0:
+        raise ValueError(f"no loss events at p = {p}: a duration for {events} events is undefined")
+    return float(max(min_s, math.ceil(events / per_s)))

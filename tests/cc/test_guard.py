@@ -1,0 +1,139 @@
+"""The host-fault guard (cc/include/cc316.h): a port repairs what the stack did behind its
+back -- a window reduction whose ssthresh() never ran, a threshold or window no stack
+value can be -- as it would have computed it, counts it, and changes nothing otherwise.
+
+Driven through the host build, with the stack's side written by hand the way the 6.x
+stack does it when the hook's BPF program is skipped (as seen on the project's VM: the
+trampoline then returns an uninitialised slot, 0x81104110 there)."""
+from __future__ import annotations
+
+import pytest
+
+import tcpeval.cc as cc
+from hostsim import LOSS, OPEN, RECOVERY, Sim
+
+RTT = 100_000  # us
+GARBAGE = 0x81104110  # what the skipped ssthresh() handed the stack on the VM
+
+
+def _warm(sim: Sim, rtts: int = 30) -> None:
+    for _ in range(rtts):
+        sim.rtt(RTT, pkts_per_ack=2)
+
+
+def _delta(after: dict, before: dict) -> dict:
+    return {k: after[k] - before[k] for k in after}
+
+
+def _stack_reduction(sim: Sim, state: int, hook: bool) -> int:
+    """tcp_enter_recovery/tcp_init_cwnd_reduction as 6.x does it, with or without the
+    ssthresh() hook running, then one PRR step (prr_delivered 3, prr_out 0) from the
+    threshold -- the ~1e9 window when the hook was skipped. No set_state() either way."""
+    s = sim.sk
+    prior = s.snd_cwnd
+    s.prior_ssthresh = max(s.snd_ssthresh, (prior >> 1) + (prior >> 2))
+    s.prior_cwnd = prior
+    s.snd_ssthresh = sim.ops.ssthresh(sim.p) if hook else GARBAGE
+    s.snd_cwnd_cnt = 0
+    s.icsk_ca_state = state
+    s.snd_cwnd = (s.snd_ssthresh * 3 + prior - 1) // prior
+    return prior
+
+
+def _stack_reduction_without_hook(sim: Sim, state: int) -> int:
+    return _stack_reduction(sim, state, hook=False)
+
+
+@pytest.mark.parametrize("variant", cc.VARIANTS)
+def test_reduction_without_the_ports_ssthresh_is_repaired_as_the_port_computes_it(host_build, variant):
+    faulty, sound = Sim(host_build, variant, cwnd=200, ssthresh=100), Sim(host_build, variant, cwnd=200, ssthresh=100)
+    for sim in (faulty, sound):
+        _warm(sim)
+    assert faulty.cwnd == sound.cwnd
+    before = faulty.guard_stats()
+    prior = _stack_reduction_without_hook(faulty, RECOVERY)
+    assert faulty.cwnd > 1000 * prior               # what the stack made of the bogus threshold
+    faulty.ack(1)                                   # the next hook the stack calls: pkts_acked
+    got = _delta(faulty.guard_stats(), before)
+    assert got["missed_reductions"] == 1 and got["foreign_ssthresh"] == 1, got
+    assert got["reductions"] == 0                   # the port's own ssthresh() did not run
+    _stack_reduction(sound, RECOVERY, hook=True)    # the same reduction with the hook
+    sound.ack(1)
+    want = sound.ssthresh
+    assert faulty.ssthresh == want, (faulty.ssthresh, want)
+    assert faulty.cwnd <= prior                     # PRR's ceiling while recovery lasts
+    # what the port keeps for later (BIC/CUBIC's Wmax, H-TCP's beta...) is what the
+    # hook would have left: growth and the next reduction are the same
+    for sim in (faulty, sound):
+        sim.sk.icsk_ca_state = OPEN
+        sim.sk.snd_cwnd = want
+        _warm(sim, 5)
+    assert faulty.cwnd == sound.cwnd
+    assert faulty.loss()[1] == sound.loss()[1]
+
+
+@pytest.mark.parametrize("variant", ["reno", "bic"])
+def test_repair_after_the_reduction_ended_sets_the_window_it_would_have_ended_with(host_build, variant):
+    sim, sound = Sim(host_build, variant, cwnd=200, ssthresh=100), Sim(host_build, variant, cwnd=200, ssthresh=100)
+    for s in (sim, sound):
+        _warm(s)
+    _stack_reduction_without_hook(sim, RECOVERY)
+    sim.sk.icsk_ca_state = OPEN                     # recovery ended while no hook ran
+    sim.ack(1)
+    _stack_reduction(sound, RECOVERY, hook=True)
+    want = sound.ssthresh
+    assert sim.ssthresh == want and sim.cwnd <= want + 1  # + this ACK's slow-start step
+
+
+def test_loss_state_keeps_the_stacks_window_and_gets_the_threshold(host_build):
+    sim = Sim(host_build, "reno", cwnd=200, ssthresh=100)
+    _warm(sim)
+    prior = _stack_reduction_without_hook(sim, LOSS)
+    sim.sk.snd_cwnd = 1                             # tcp_enter_loss: in flight + 1
+    sim.ops.set_state(sim.p, OPEN)                  # any later hook repairs
+    assert sim.ssthresh == max(prior >> 1, 2) and sim.cwnd == 1
+
+
+def test_a_window_no_stack_value_can_be_is_replaced_by_the_window_before_the_reduction(host_build):
+    sim = Sim(host_build, "scalable", cwnd=300, ssthresh=100)
+    _warm(sim)
+    prior, ss = sim.loss()
+    before = sim.guard_stats()
+    sim.sk.snd_cwnd = GARBAGE                       # a skipped undo_cwnd()
+    sim.ack(1)
+    got = _delta(sim.guard_stats(), before)
+    assert got["foreign_cwnd"] == 1 and got["missed_reductions"] == 0
+    assert sim.cwnd == prior
+
+
+@pytest.mark.parametrize("variant", cc.VARIANTS)
+def test_guard_changes_nothing_on_a_sound_host(host_build, variant):
+    sim = Sim(host_build, variant, cwnd=50, ssthresh=40)
+    before = sim.guard_stats()
+    losses = 0
+    for i in range(40):
+        _warm(sim, 3)
+        if i % 4 == 3:
+            sim.loss()
+            losses += 1
+    got = _delta(sim.guard_stats(), before)
+    assert got == {"reductions": losses, "missed_reductions": 0, "missed_states": 0,
+                   "foreign_ssthresh": 0, "foreign_cwnd": 0}
+
+
+def test_state_change_without_set_state_is_counted(host_build):
+    sim = Sim(host_build, "cubic", cwnd=100, ssthresh=50)
+    before = sim.guard_stats()
+    sim.sk.icsk_ca_state = LOSS                     # the stack entered Loss; no hook ran
+    sim.ack(1)
+    assert _delta(sim.guard_stats(), before)["missed_states"] == 1
+
+
+def test_parse_bss_dump_reads_the_counters():
+    dump = ('[{"key": ["0x00"], "value": ["0x00"], "formatted": {"value": {".bss": '
+            '[{"cc316_guard_stats": {"reductions": 7, "missed_reductions": 1, '
+            '"missed_states": 2, "foreign_ssthresh": 1, "foreign_cwnd": 0}}]}}}]')
+    assert cc.parse_bss_dump(dump) == {"reductions": 7, "missed_reductions": 1, "missed_states": 2,
+                                       "foreign_ssthresh": 1, "foreign_cwnd": 0}
+    with pytest.raises(cc.CCError, match="no cc316_guard_stats"):
+        cc.parse_bss_dump('[{"formatted": {"value": {".bss": [{"other": 1}]}}}]')

@@ -1,0 +1,40 @@
+"""The receivers' ACK clock is 3.16's -- one ACK per two segments -- and a receiver that
+stretches its ACKs does not pass unnoticed (real runs, root only)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tcpeval import trace
+from tcpeval.spec import adhoc_condition
+
+pytestmark = pytest.mark.root
+
+RATE = 1e9  # fast enough that a lagging reader would show, well inside the host's reach
+
+
+def _run(backend, tmp_path, **stack):
+    cond = adhoc_condition(["cubic"], 6.2, 0.0, 4.0, impl="native", rate_bps=RATE, seed=5)
+    if stack:
+        cond = replace(cond, stack=stack)
+    backend.run(cond, tmp_path)
+    return trace.read_trace(tmp_path)
+
+
+def test_receivers_ack_every_second_segment(backend, tmp_path):
+    rec = _run(backend, tmp_path)
+    acks = rec["measured"]["acks"]
+    assert 1.9 <= acks["receiver_segments_per_ack_in_order"] <= 2.3, acks
+    assert not [r for r in rec["fidelity"]["reasons"] if r.startswith("ACK clock")]
+    rwin = rec["mechanisms"]["receive_window"]
+    assert rwin["buffer_bytes"] >= 4 * rwin["window_clamp_bytes"]
+
+
+def test_an_ack_stretching_receiver_is_flagged(backend, tmp_path):
+    # 6.8's deferral of ACKs while a socket's backlog is processed (one ACK for the batch)
+    rec = _run(backend, tmp_path, **{"net.ipv4.tcp_backlog_ack_defer": 1})
+    assert rec["measured"]["acks"]["receiver_segments_per_ack_in_order"] > 2.5
+    assert rec["fidelity"]["verdict"] == "flagged"
+    assert any(r.startswith("ACK clock: receivers sent") and "stretch ACKs" in r
+               for r in rec["fidelity"]["reasons"]), rec["fidelity"]["reasons"]
