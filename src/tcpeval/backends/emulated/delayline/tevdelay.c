@@ -86,6 +86,9 @@ static int parse_mac(const char *s, uint8_t m[6])
 
 static void open_ring(struct ring *r, const char *ifname)
 {
+	/* the caller's array is on the stack: every field is set here, cur (the next frame
+	 * the kernel fills) included -- a stale cur watched the wrong slot forever */
+	*r = (struct ring){0};
 	snprintf(r->name, sizeof(r->name), "%s", ifname);
 	r->fd = socket(AF_PACKET, SOCK_RAW, 0); /* protocol 0: nothing queued before bind */
 	if (r->fd < 0)
@@ -123,7 +126,7 @@ static inline struct tpacket2_hdr *frame(struct ring *r, unsigned i)
 
 static int cmd_line(int argc, char **argv)
 {
-	struct ring rings[MAX_IN];
+	struct ring rings[MAX_IN] = {0};
 	struct route routes[MAX_ROUTES];
 	int nin = 0, nroutes = 0;
 	int64_t delay = -1, quantum = 20000;
