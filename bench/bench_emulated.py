@@ -142,7 +142,7 @@ def main(argv=None) -> int:
                                  "loadavg_before": la, "foreign_cpu_share": foreign,
                                  "delay_late_share": (late_frames(dl) / fwd) if fwd else None,
                                  "delay_mean_error_us": (dl.get("mean_error_ns") or 0) / 1e3 if dl else None,
-                                 "receiver_segments_per_ack": (m.get("acks") or {}).get("receiver_segments_per_ack"),
+                                 "receiver_segments_per_ack": (m.get("acks") or {}).get("receiver_segments_per_ack_steady"),
                                  "fidelity": rec["fidelity"]["verdict"], "reasons": rec["fidelity"]["reasons"]})
                     print(f"  {flows} flow(s) {rtt:>5} ms #{k + 1}: {runs[-1]['steady_bps'] / 1e9:5.2f} Gbps "
                           f"(cpu {m['cpu_busy']:.0%}, other tenants {foreign:.0%}, load {la:.1f}, "

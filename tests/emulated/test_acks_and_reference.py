@@ -47,3 +47,16 @@ def test_in_order_segments_per_ack_leave_out_what_a_loss_makes_a_receiver_ack_at
     assert rec["receiver_segments_per_ack"] == pytest.approx(10_000 / 5_400)
     # 800 segments (700 out of order, 100 retransmissions) each got their own ACK
     assert rec["receiver_segments_per_ack_in_order"] == pytest.approx(9_200 / 4_600)
+
+
+def test_steady_state_ack_clock_counts_only_the_second_half():
+    zero = {"InSegs": 0, "OutSegs": 0, "TCPOFOQueue": 0, "RetransSegs": 0}
+    # first half: 3 segments per ACK while the window opens; second half: 2
+    mid = {"s1": dict(zero), "r1": {**zero, "InSegs": 3_000, "OutSegs": 1_000}}
+    end = {"s1": dict(zero), "r1": {**zero, "InSegs": 7_000, "OutSegs": 3_000}}
+    rec = _ack_record({"s1": dict(zero), "r1": dict(zero)}, end, pairs=1, midway=mid)
+    assert rec["receiver_segments_per_ack_in_order"] == pytest.approx(7_000 / 3_000)
+    assert rec["receiver_segments_per_ack_steady"] == pytest.approx(2.0)
+    assert rec["receiver_acks_steady"] == 2_000
+    without = _ack_record({"s1": dict(zero), "r1": dict(zero)}, end, pairs=1)
+    assert without["receiver_segments_per_ack_steady"] is None

@@ -29,10 +29,10 @@ Tolerances (documented in the trace under fidelity.tolerances):
 - window: no flow's congestion window may exceed WINDOW_BOUND x (BDP + buffer) of the
   configured path -- no path needs it, and no 3.16 host reached it (a window far above
   that is a corrupted sender, as the ports' ~1e9-segment windows were).
-- ACK clock: the receivers' data segments per ACK, leaving out what a loss makes them ACK
-  at once, must lie in SEGS_PER_ACK (3.16 receivers with delayed ACKs sent one ACK per two
-  segments; every 3.16 algorithm counts ACKs, so a stretched clock slows each of them).
-  Judged once the receivers sent MIN_ACKS ACKs.
+- ACK clock: the receivers' data segments per ACK in the run's second half (steady state),
+  leaving out what a loss makes them ACK at once, must lie in SEGS_PER_ACK (3.16 receivers
+  with delayed ACKs sent one ACK per two segments; every 3.16 algorithm counts ACKs, so a
+  stretched clock slows each of them). Judged once the receivers sent MIN_ACKS ACKs then.
 - receiver rate: no flow's receiver may get more than INTERVAL_RATE_MAX x the bottleneck
   rate in one sampling interval (the interval edges of sender and receiver differ by a
   fraction of a packet train, not by a factor).
@@ -77,6 +77,7 @@ def tolerances() -> dict:
                        "late_hard_ms": LATE_HARD_MS, "late_hard_share_max": LATE_HARD_SHARE_MAX},
         "window": {"max_cwnd_over_bdp_plus_buffer": WINDOW_BOUND},
         "ack_clock": {"segments_per_ack": list(SEGS_PER_ACK), "min_acks": MIN_ACKS,
+                      "over": "the second half of the run (steady state)",
                       "excludes": "out-of-order segments and retransmissions (ACKed at once)"},
         "receiver_rate": {"max_interval_over_bottleneck": INTERVAL_RATE_MAX},
         "cc_guard": {"min_events": GUARD_MIN_EVENTS, "share_of_reductions_max": GUARD_SHARE_MAX},
@@ -140,7 +141,8 @@ def ack_clock_check(segments_per_ack: float | None, acks: int | None) -> str | N
     lo, hi = SEGS_PER_ACK
     if not lo <= segments_per_ack <= hi:
         what = "stretch ACKs" if segments_per_ack > hi else "ACKs for less than two segments"
-        return (f"ACK clock: receivers sent {segments_per_ack:.2f} in-order segments per ACK, "
+        return (f"ACK clock: receivers sent {segments_per_ack:.2f} in-order segments per ACK "
+                f"in steady state, "
                 f"outside [{lo}, {hi}] ({what}; 3.16 receivers ACKed every second segment)")
     return None
 

@@ -99,7 +99,7 @@ def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duratio
             acks = rec["measured"].get("acks") or {}
             tried.append({"rate_bps": rate, "attempt": attempt + 1, "verdict": rec["fidelity"]["verdict"],
                           "reasons": reasons, "steady_bps": rec["measured"]["steady_throughput_bps"],
-                          "segments_per_ack": acks.get("receiver_segments_per_ack_in_order"),
+                          "segments_per_ack": acks.get("receiver_segments_per_ack_steady"),
                           "cpu_stolen": rec["measured"].get("cpu_stolen")})
             log(f"calibration: {flows} flow(s) at {rtt_ms} ms, {rate / 1e9:.1f} Gbps: "
                 f"{rec['fidelity']['verdict']}{' (' + '; '.join(reasons) + ')' if reasons else ''}")

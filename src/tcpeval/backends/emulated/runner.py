@@ -126,23 +126,32 @@ def _tcp_counters(ns: str) -> dict:
     return _net_counters(ns, TCP_COUNTERS)
 
 
-def _ack_record(before: dict, after: dict, pairs: int) -> dict:
-    """Per-endpoint counter deltas and the receivers' data segments per ACK (3.16 with
-    delayed ACKs: about 2; far more means stretch ACKs).
-
-    The in-order figure leaves out what a loss makes a receiver ACK at once, one ACK per
+def _in_order_ratio(before: dict, after: dict, pairs: int) -> tuple[float | None, int, int]:
+    """(in-order segments per ACK, segments, ACKs) of the receivers between two counter
+    snapshots. In-order leaves out what a loss makes a receiver ACK at once, one ACK per
     segment, whatever the ACK clock: out-of-order segments (TCPOFOQueue) and the
     retransmissions that fill the holes (the senders' RetransSegs)."""
+    def d(role, key):
+        return after[role].get(key, 0) - before[role].get(key, 0)
+    rng = range(1, pairs + 1)
+    rin = sum(d(f"r{i}", "InSegs") for i in rng)
+    rout = sum(d(f"r{i}", "OutSegs") for i in rng)
+    immediate = sum(d(f"r{i}", "TCPOFOQueue") + d(f"s{i}", "RetransSegs") for i in rng)
+    return ((rin - immediate) / (rout - immediate) if rout > immediate else None), rin, rout
+
+
+def _ack_record(before: dict, after: dict, pairs: int, midway: dict | None = None) -> dict:
+    """Per-endpoint counter deltas and the receivers' data segments per ACK (3.16 with
+    delayed ACKs: about 2; far more means stretch ACKs), over the whole run and, from the
+    `midway` snapshot on, over its second half: the steady state the verdict judges (the
+    first seconds, with the receive window still opening, run a little higher)."""
     delta = {role: {k: after[role].get(k, 0) - before[role].get(k, 0) for k in after[role]}
              for role in after}
-    rng = range(1, pairs + 1)
-    rin = sum(delta[f"r{i}"].get("InSegs", 0) for i in rng)
-    rout = sum(delta[f"r{i}"].get("OutSegs", 0) for i in rng)
-    immediate = (sum(delta[f"r{i}"].get("TCPOFOQueue", 0) for i in rng)
-                 + sum(delta[f"s{i}"].get("RetransSegs", 0) for i in rng))
-    in_order = (rin - immediate) / (rout - immediate) if rout > immediate else None
+    in_order, rin, rout = _in_order_ratio(before, after, pairs)
+    steady, _, steady_acks = _in_order_ratio(midway, after, pairs) if midway else (None, 0, 0)
     return {"endpoints": delta, "receiver_segments_per_ack": rin / rout if rout else None,
             "receiver_segments_per_ack_in_order": in_order,
+            "receiver_segments_per_ack_steady": steady, "receiver_acks_steady": steady_acks,
             "backlog_coalesced": sum(d.get("TCPBacklogCoalesce", 0) for d in delta.values())}
 
 
@@ -519,14 +528,17 @@ class EmulatedBackend:
                     bg.enable()
                 log(f"setup {setup_s:.2f} s; traffic for {plan.duration_s:g} s")
                 t0 = time.monotonic()
-                self._drive(flows, topo, delayer, t0, plan, log)
+                tcp_mid = {}
+                self._drive(flows, topo, delayer, t0, plan, log, midway=lambda: tcp_mid.update(
+                    {role: _tcp_counters(topo.ns(role)) for role in endpoints}))
                 traffic_s = time.monotonic() - t0
                 dropper.disable()
                 for bg in bg_droppers:
                     bg.disable()
                 q1, cpu1, sn1 = _qdisc_stats(topo.sw, topo.bottleneck_dev), _cpu_times(), _softnet_drops()
                 fw1 = _ip_forwarded(topo.sw)
-                acks = _ack_record(tcp0, {role: _tcp_counters(topo.ns(role)) for role in endpoints}, pairs)
+                acks = _ack_record(tcp0, {role: _tcp_counters(topo.ns(role)) for role in endpoints}, pairs,
+                                   midway=tcp_mid or None)
                 cc_guard = {name: ccadapter.guard_difference(ccadapter.guard_stats(h), guard0[name])
                             for name, h in ports.items()}
                 switch_mech["ip_forwarded_during_traffic"] = None if None in (fw0, fw1) else fw1 - fw0
@@ -582,8 +594,8 @@ class EmulatedBackend:
             delay_stats=delay_stats if delayer.mechanism != "netem" else None,
             max_cwnd_bytes=max((r["summary"].get("max_cwnd_bytes") or 0 for r in parsed), default=None),
             buffer_bytes=plan.buffer_bytes,
-            segments_per_ack=acks["receiver_segments_per_ack_in_order"],
-            receiver_acks=sum(acks["endpoints"][f"r{i}"].get("OutSegs", 0) for i in range(1, pairs + 1)),
+            segments_per_ack=acks["receiver_segments_per_ack_steady"],
+            receiver_acks=acks["receiver_acks_steady"],
             interval_bps=[b for r in parsed for b in r["samples"]["throughput_bps"]],
             cc_guard=cc_guard, extra_reasons=extra)
         if plan.rate_bps is None:  # calibration: rate checks do not apply
@@ -684,13 +696,17 @@ class EmulatedBackend:
             "started_at": started_at, "finished_at": common.now_iso(), "notes": plan.notes,
         }
 
-    def _drive(self, flows, topo, delayer, t0: float, plan: Plan, log) -> None:
-        """Start clients at their offsets; watch every process; stop when all are done."""
+    def _drive(self, flows, topo, delayer, t0: float, plan: Plan, log, midway=None) -> None:
+        """Start clients at their offsets; watch every process; stop when all are done.
+        midway(), if given, runs once at half the run's duration."""
         pending = sorted(flows, key=lambda f: f.start_s)
         deadline = t0 + plan.duration_s + 20.0
         next_note = t0 + 5.0
         while True:
             now = time.monotonic()
+            if midway and now >= t0 + plan.duration_s / 2:
+                midway()
+                midway = None
             while pending and now >= t0 + pending[0].start_s:
                 f = pending.pop(0)
                 f.start_client(topo)
