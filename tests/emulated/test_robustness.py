@@ -27,9 +27,17 @@ def emulated_netns() -> set[str]:
     and go on a shared host while these tests run."""
     return {ns for ns in host.list_netns() if host.NS_RE.match(ns)}
 
+def _default_sigint() -> None:
+    # A harness that starts the suite in the background (a shell without job control)
+    # hands every child SIGINT ignored, and Python keeps an inherited SIG_IGN: the run
+    # would never see the signal the test sends. The child starts with the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_run(out: Path, duration: float = 20) -> subprocess.Popen:
     return subprocess.Popen(tcpeval_cmd("run", *ARGS, "--duration", str(duration), "--out", str(out)),
-                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
 
 
 def wait_for_traffic(out: Path, proc: subprocess.Popen, timeout: float = 120) -> str:
