@@ -34,7 +34,21 @@ def leftovers_of(run_id: str) -> dict:
     for n in ns:
         procs += host.run(["ip", "netns", "pids", n], check=False).stdout.split()
     state = (host.STATE_DIR / f"{run_id}.json").exists()
-    return {"namespaces": ns, "processes": procs, "state_file": state}
+    return {"namespaces": ns, "processes": procs + keep_awake_loops(), "state_file": state}
+
+
+def keep_awake_loops() -> list[str]:
+    """pids of `tevdelay awake` loops (outside any namespace); runs are serialised by the
+    host lock, so once a run is over there must be none."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 1 and argv[0].endswith(b"/tevdelay") and argv[1] == b"awake":
+            pids.append(cmdline.parent.name)
+    return pids
 
 
 def _check_run_id(run_id) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated import calibrate as calib
 from tcpeval.backends import common, fidelity
-from tcpeval.backends.emulated import ccadapter, delay, host, topology, traffic
+from tcpeval.backends.emulated import awake, ccadapter, delay, host, topology, traffic
 from tcpeval.backends.emulated.build import Artifacts, ensure_built
 from tcpeval.backends.emulated.dropctl import BpfDropper
 
@@ -389,6 +389,9 @@ class EmulatedBackend:
                 topo.create()
                 place = topo.placement()
                 place["rps_masks"] = topo.apply_placement(place)
+                keep_awake = awake.KeepAwake(art.tevdelay)
+                stack.callback(keep_awake.stop)
+                keep_awake.start()
                 switch_mech = topo.fast_path(art)
                 log(f"namespaces {', '.join(topo.namespaces())} created; CPUs: senders "
                     f"{place['senders']}, receivers {place['receivers']}, delay line {place['line']}")
@@ -518,6 +521,7 @@ class EmulatedBackend:
                 setup_s = time.monotonic() - t_setup
                 # traffic
                 q0, cpu0, sn0 = _qdisc_stats(topo.sw, topo.bottleneck_dev), _cpu_times(), _softnet_drops()
+                awake0 = keep_awake.ticks()
                 fw0 = _ip_forwarded(topo.sw)
                 endpoints = [f"{k}{i}" for i in range(1, pairs + 1) for k in ("s", "r")]
                 tcp0 = {role: _tcp_counters(topo.ns(role)) for role in endpoints}
@@ -536,6 +540,7 @@ class EmulatedBackend:
                 for bg in bg_droppers:
                     bg.disable()
                 q1, cpu1, sn1 = _qdisc_stats(topo.sw, topo.bottleneck_dev), _cpu_times(), _softnet_drops()
+                awake_ticks = keep_awake.ticks() - awake0
                 fw1 = _ip_forwarded(topo.sw)
                 acks = _ack_record(tcp0, {role: _tcp_counters(topo.ns(role)) for role in endpoints}, pairs,
                                    midway=tcp_mid or None)
@@ -566,7 +571,8 @@ class EmulatedBackend:
         rate_obs = dropped / seen if seen else None
         ci = list(fidelity.wilson(dropped, seen)) if seen else [0.0, 1.0]
         total_cpu = cpu1[0] - cpu0[0]
-        cpu_busy = 1 - (cpu1[1] - cpu0[1]) / total_cpu if total_cpu > 0 else None
+        # the keep-awake loops' time is idle time as far as the run is concerned
+        cpu_busy = (1 - (cpu1[1] - cpu0[1] + awake_ticks) / total_cpu) if total_cpu > 0 else None
         # a VM's vCPUs stall while the hypervisor runs something else: the delay line's
         # late frames and the ports' skipped hooks come with it on the development VM
         cpu_stolen = (cpu1[2] - cpu0[2]) / total_cpu if total_cpu > 0 else None
@@ -654,6 +660,7 @@ class EmulatedBackend:
                              "why": "keeps the kernel from merging backlogged segments and ACKs "
                                     "(tcp_add_backlog, Linux >= 5.0); 3.16 processed each one"},
             "placement": place,
+            "keep_awake": keep_awake.describe(),
             "receive_window": {k: v for k, v in rwin.items() if k != "sysctls"},
             "traffic": {"tool": "iperf3", "affinity": "-A: placement.sender_apps / receiver_apps"},
             "background_loss": {"mechanism": "bpf-tc", "probability": plan.background_loss,

@@ -447,7 +447,7 @@ static int cmd_probe(int argc, char **argv)
 
 static int cmd_marktest(int argc, char **argv)
 {
-	uint8_t f[256];
+	uint8_t f[256] = {0};
 	size_t n = 0;
 	if (argc != 3 || strlen(argv[2]) % 2 || strlen(argv[2]) / 2 > sizeof(f) || strlen(argv[2]) < 68)
 		return 2;
@@ -464,6 +464,54 @@ static int cmd_marktest(int argc, char **argv)
 	return 0;
 }
 
+/* tevdelay awake CPU: keep one vCPU from halting while a run lasts. In a VM an idle vCPU
+ * halts and the hypervisor may give its core away; the timer or packet that should wake
+ * it then waits for the host (the project's VM: base RTTs of 1-1.5 ms at a 0.2 ms setting,
+ * ACKs held back 10-15 ms, 3-15 % of CPU time stolen). This loop takes only what nothing
+ * else on the CPU wants (SCHED_IDLE), so a vCPU with work runs it as before and one without
+ * stays awake. Ends on SIGTERM/SIGINT or when stdin closes (its runner died). */
+static int cmd_awake(int argc, char **argv)
+{
+	struct sched_param sp = {0};
+	cpu_set_t set;
+	char *end;
+	long cpu = argc == 3 ? strtol(argv[2], &end, 10) : -1;
+
+	if (argc != 3 || *end || cpu < 0 || cpu >= CPU_SETSIZE) {
+		fprintf(stderr, "usage: tevdelay awake CPU\n");
+		return 2;
+	}
+	CPU_ZERO(&set);
+	CPU_SET((int)cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		die("sched_setaffinity");
+	if (sched_setscheduler(0, SCHED_IDLE, &sp))
+		die("sched_setscheduler SCHED_IDLE");
+	/* SCHED_IDLE yields only within its own scheduling group, and with autogroup every
+	 * session is one group of full weight (this loop's session too, or its runner's):
+	 * its group gets the lowest weight as well, or it would take half a busy CPU */
+	FILE *ag = fopen("/proc/self/autogroup", "w");
+	if (ag) {
+		fputs("19", ag);
+		fclose(ag);
+	}
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	printf("ready\n");
+	fflush(stdout);
+	while (!stop) {
+		for (int i = 0; i < 100000 && !stop; i++)
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#else
+			__asm__ __volatile__("" ::: "memory");
+#endif
+		if (getppid() == 1)
+			break; /* the runner is gone */
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "line"))
@@ -474,6 +522,8 @@ int main(int argc, char **argv)
 		return cmd_probe(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "marktest"))
 		return cmd_marktest(argc, argv);
-	fprintf(stderr, "usage: tevdelay line|echo|probe ...\n");
+	if (argc >= 2 && !strcmp(argv[1], "awake"))
+		return cmd_awake(argc, argv);
+	fprintf(stderr, "usage: tevdelay line|echo|probe|awake ...\n");
 	return 2;
 }

@@ -1,0 +1,57 @@
+"""The keep-awake loops (backends/emulated/awake.py): one per CPU for the span of a run,
+they take only time nothing else wants, their CPU time stays out of measured.cpu_busy, and
+none outlives its run."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tcpeval.backends.emulated import awake
+from tcpeval.spec import adhoc_condition
+
+from emulated_helpers import keep_awake_loops, nothing_left, run_id_of
+
+pytestmark = pytest.mark.root
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_loops_yield_the_cpu_to_real_work_and_count_their_own_time(art):
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    loops = awake.KeepAwake(art.tevdelay, [cpu])
+    loops.start()
+    try:
+        assert len(keep_awake_loops()) == 1
+        time.sleep(0.5)
+        assert loops.ticks() > 0  # it ran while the CPU had nothing else to do
+        # a busy ordinary task on the same CPU gets (nearly) all of it: SCHED_IDLE
+        pid = os.fork()
+        if pid == 0:
+            os.sched_setaffinity(0, {cpu})
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end:
+                pass
+            os._exit(0)
+        before = loops.ticks()
+        os.waitpid(pid, 0)
+        spent = (loops.ticks() - before) / os.sysconf("SC_CLK_TCK")
+        assert spent < 0.1, f"the loop took {spent:.2f} s of the 1 s a busy task wanted"
+    finally:
+        loops.stop()
+    assert keep_awake_loops() == []
+
+
+def test_a_run_records_the_loops_and_leaves_them_out_of_cpu_busy(backend, tmp_path):
+    cond = adhoc_condition(["cubic"], 6.2, 0.0, 2.0, impl="native", rate_bps=200e6, seed=4)
+    record = backend.run(cond, tmp_path)
+    ka = record["mechanisms"]["keep_awake"]
+    assert ka["cpus"] == sorted(os.sched_getaffinity(0)) and "SCHED_IDLE" in ka["mechanism"]
+    # at 0.2 Gbps the host is far from busy; counted with the loops it would read ~100 %
+    assert record["measured"]["cpu_busy"] < 0.9, record["measured"]["cpu_busy"]
+    assert keep_awake_loops() == []
+    assert nothing_left(run_id_of(tmp_path))
