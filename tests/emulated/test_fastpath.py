@@ -15,7 +15,7 @@ from emulated_helpers import nothing_left, run_id_of
 
 pytestmark = pytest.mark.root
 
-RATE = 200e6  # low: independent of how busy the shared host is
+RATE = 500e6  # low: independent of how busy the shared host is; window open within 1 s
 WIRE_MAX = 1514  # MTU 1500 + Ethernet header
 
 

@@ -11,8 +11,10 @@ from emulated_helpers import nothing_left, run_id_of
 
 pytestmark = pytest.mark.root
 
-# Low rate: the runs must not depend on how busy the (shared) host is.
-RATE = 200e6
+# Low enough that the runs do not depend on how busy the (shared) host is, high enough
+# that the receive window is open within the first second: the verdict judges the ACK
+# clock over a run's second half, which in a 3-s run at 0.2 Gbps is still start-up.
+RATE = 500e6
 
 
 @pytest.mark.parametrize("variant", ["reno", "cubic"])
@@ -80,9 +82,8 @@ def test_refuses_to_overwrite(backend, tmp_path):
 def test_bottleneck_delivers_its_configured_rate(backend, tmp_path):
     """TBF (with the one-frame peak bucket that splits TSO frames) must carry the rate it
     is given: a rate above ~0.55 Gbps once stalled on the qdisc watchdog every few frames.
-    1.5 Gbps is far below this host's calibrated capacity, and native CUBIC at 2 ms with a
-    BDP buffer fills it within a second."""
-    rate = 1.5e9
+    Native CUBIC at 2 ms with a BDP buffer fills the link within a second."""
+    rate = 1e9  # well above the old cap, below what this 2-core VM carries faithfully (1.7-2.9)
     cond = adhoc_condition(["cubic"], 2.0, 0.0, 4.0, impl="native", rate_bps=rate, seed=5)
     record = backend.run(cond, tmp_path)
     assert record["mechanisms"]["rate_detail"]["peakrate_bps"] > rate
