@@ -1,0 +1,41 @@
+"""The faithful-rate search (backends/emulated/calibrate.py) against a scripted host: a
+rate counts as faithful only where the run's verdict is ok *and* the link, not the host,
+limited the flow."""
+from __future__ import annotations
+
+from tcpeval.backends.emulated import calibrate
+
+
+def _host(delivers_up_to: float, flagged_above: float = float("inf")):
+    """A host that carries at most `delivers_up_to` bit/s and whose verdict flags (for the
+    delay line, a transient reason) every rate above `flagged_above`."""
+    calls = []
+
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps):
+        calls.append(rate_bps)
+        reasons = ["delay line: 900/100000 frames held back 2 ms or more"] if rate_bps > flagged_above else []
+        return {"fidelity": {"verdict": "flagged" if reasons else "ok", "reasons": reasons},
+                "measured": {"steady_throughput_bps": min(rate_bps, delivers_up_to) * 0.97,
+                             "acks": {"receiver_segments_per_ack_steady": 2.0}, "cpu_stolen": 0.0}}
+    return executor, calls
+
+
+def test_a_rate_the_host_does_not_deliver_is_not_faithful_even_with_verdict_ok(tmp_path):
+    executor, calls = _host(delivers_up_to=1.6e9)
+    found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=0.2, flows=1, duration_s=4,
+                                    start_bps=2.4e9)
+    # 2.1 Gbps delivers 1.55 (74 %): refused at once, no retry; 1.6 delivers 1.55 (97 %)
+    assert calls == [2.1e9, 1.6e9]
+    assert found["rate_bps"] == 1.6e9
+    refused = found["tried"][0]
+    assert refused["verdict"] == "flagged"
+    assert refused["reasons"] == ["rate: delivered 1.55 of 2.10 Gbps (< 90%): the host, not "
+                                  "the link, limited the flow"]
+
+
+def test_transient_trouble_is_retried_before_stepping_down(tmp_path):
+    executor, calls = _host(delivers_up_to=10e9, flagged_above=1.0e9)
+    found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=6.2, flows=1, duration_s=4,
+                                    start_bps=1.4e9)
+    assert calls == [1.2e9] * calibrate.FAITHFUL_TRIES + [0.9e9]
+    assert found["rate_bps"] == 0.9e9
