@@ -17,3 +17,15 @@ def backend():
     return get_backend("emulated", progress=False, lock_timeout_s=900)
 
 
+
+
+# Fixed-rate runs use at most this, and never more than the host carries faithfully
+# (calibration): above that ceiling every run is flagged, whatever it tests.
+MAX_TEST_RATE_BPS = 500e6
+
+
+@pytest.fixture(scope="session")
+def rate(backend):
+    """The bottleneck rate of the tests' short runs: MAX_TEST_RATE_BPS or the host's
+    calibrated faithful rate, whichever is lower (this VM: 0.2-2.9 Gbps by the hour)."""
+    return min(MAX_TEST_RATE_BPS, backend.calibrate(force=False)["default_rate_bps"])

@@ -15,13 +15,12 @@ from emulated_helpers import nothing_left, run_id_of
 
 pytestmark = pytest.mark.root
 
-RATE = 500e6  # low: independent of how busy the shared host is; window open within 1 s
 WIRE_MAX = 1514  # MTU 1500 + Ethernet header
 
 
 @pytest.mark.parametrize("variants", [["cubic"], ["reno", "cubic"]])
-def test_wire_sized_frames_through_l2_switch(backend, tmp_path, variants):
-    cond = adhoc_condition(variants, 2.0, 0.0, 2.0, impl="native", rate_bps=RATE, seed=4)
+def test_wire_sized_frames_through_l2_switch(backend, tmp_path, variants, rate):
+    cond = adhoc_condition(variants, 2.0, 0.0, 4.0, impl="native", rate_bps=rate, seed=4)
     record = backend.run(cond, tmp_path)
     assert record["fidelity"]["verdict"] == "ok", record["fidelity"]["reasons"]
     wire = record["mechanisms"]["drop_detail"]["wire_sized_packets"]
@@ -51,14 +50,14 @@ def test_wire_sized_frames_through_l2_switch(backend, tmp_path, variants):
     assert switch["ip_forwarded_during_traffic"] == 0
     assert record["mechanisms"]["topology"]["bridged"] is (len(variants) == 2)
     for flow in record["flows"]:
-        assert flow["summary"]["mean_throughput_bps"] > 0.2 * RATE / len(variants)
+        assert flow["summary"]["mean_throughput_bps"] > 0.2 * rate / len(variants)
     assert nothing_left(run_id_of(tmp_path))
 
 
-def test_delay_line_cpu_has_no_network_softirq(backend, tmp_path):
+def test_delay_line_cpu_has_no_network_softirq(backend, tmp_path, rate):
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one CPU: nothing to place")
-    cond = adhoc_condition(["cubic"], 6.2, 0.0, 1.0, impl="native", rate_bps=RATE, seed=2)
+    cond = adhoc_condition(["cubic"], 6.2, 0.0, 1.0, impl="native", rate_bps=rate, seed=2)
     record = backend.run(cond, tmp_path)
     place = record["mechanisms"]["placement"]
     line = place["line"]
