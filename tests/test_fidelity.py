@@ -93,8 +93,11 @@ def test_only_host_trouble_is_transient():
     assert fidelity.transient_only(["delay line: 900/33447 frames held back 2 ms or more (max 15 ms)",
                                     "cc: the host ran ...", "window: ...", "rtt: measured 5.6 ms ..."])
     assert not fidelity.transient_only([])
-    assert not fidelity.transient_only(["delay line: ...", "ACK clock: receivers sent 4.87 ..."])
+    assert fidelity.transient_only(["delay line: ...", "ACK clock: receivers sent 2.55 ..."])
+    assert not fidelity.transient_only(["ACK clock: receivers sent 2.55 ...", "drop: measured rate ..."])
     assert not fidelity.transient_only(["drop: measured rate ..."])
+    assert not fidelity.transient_only(["rate: configured 1 Gbps exceeds what this host carries"])
+    assert not fidelity.transient_only(["rtt: the path's base RTT 1.1 ms exceeds the setting 0.2 ms"])
 
 
 def test_verdict_names_each_new_reason():
