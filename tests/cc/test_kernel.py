@@ -136,15 +136,26 @@ def _ca_segment(samples, max_cwnd=None, min_cwnd=0):
     seg = [s for s in samples[back_open:]
            if s[STATE] == 0 and s[RETRANS] == retrans and s[CWND] > s[SSTHRESH]
            and (max_cwnd is None or s[CWND] <= max_cwnd) and s[CWND] >= min_cwnd]
-    assert len(seg) > 50, "too few congestion-avoidance samples"
+    if len(seg) <= 50:
+        return None  # the flow left no clean congestion-avoidance stretch to measure
     return seg[len(seg) // 10:]  # skip the first ACKs after recovery
 
 
+SEGMENT_TRIES = 3
+
+
 def _growth(variant, impl, db, seconds=1.4, max_cwnd=None, min_cwnd=0, drop_index=299):
-    db.drop_every(10**6, drop_index)  # one loss in slow start, then congestion avoidance
-    with cc.loaded(variant, impl=impl) as h:
-        rep = db.flow(h.kernel_name, seconds)
-    seg = _ca_segment(rep["samples"], max_cwnd, min_cwnd)
+    # The set-up, not the behaviour: a second retransmission after the induced loss (a
+    # busy shared host) leaves no Open-state stretch to measure; such a flow is measured
+    # again. The growth asserted below is the same for every flow that is measured.
+    for _ in range(SEGMENT_TRIES):
+        db.drop_every(10**6, drop_index)  # one loss in slow start, then congestion avoidance
+        with cc.loaded(variant, impl=impl) as h:
+            rep = db.flow(h.kernel_name, seconds)
+        seg = _ca_segment(rep["samples"], max_cwnd, min_cwnd)
+        if seg is not None:
+            break
+    assert seg is not None, f"too few congestion-avoidance samples in {SEGMENT_TRIES} flows"
     a, b = seg[0], seg[-1]
     c0, c1 = a[2], b[2]
     acks = b[SEGS_IN] - a[SEGS_IN]

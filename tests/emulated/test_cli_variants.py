@@ -10,6 +10,8 @@ import pytest
 
 from tcpeval import cc, spec, trace
 
+from emulated_helpers import TEST_ATTEMPTS
+
 pytestmark = pytest.mark.root
 TCPEVAL = str(Path(sys.executable).with_name("tcpeval"))
 
@@ -19,7 +21,8 @@ def test_each_variant_runs_from_the_command_line_with_verdict_ok(variant, tmp_pa
     out = tmp_path / variant
     maps_before = cc.struct_ops_map_ids(f"{variant}316")
     proc = subprocess.run([TCPEVAL, "run", "--backend", "emulated", "--variant", variant, "--rtt", "6.2",
-                           "--drop", "1e-5", "--duration", "8", "--out", str(out), "--quiet"],
+                           "--drop", "1e-5", "--duration", "8", "--out", str(out), "--quiet",
+                           "--attempts", str(TEST_ATTEMPTS)],
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr + (out / "run.log").read_text()
     record = trace.read_trace(out)
