@@ -524,7 +524,9 @@ class EmulatedBackend:
                 awake0 = keep_awake.ticks()
                 fw0 = _ip_forwarded(topo.sw)
                 endpoints = [f"{k}{i}" for i in range(1, pairs + 1) for k in ("s", "r")]
-                tcp0 = {role: _tcp_counters(topo.ns(role)) for role in endpoints}
+                def tcp_snapshot():
+                    return {role: _tcp_counters(topo.ns(role)) for role in endpoints}
+                tcp0 = tcp_snapshot()
                 ports = {h.kernel_name: h for h in handles if h is not None and h.impl == "port"}
                 guard0 = {name: ccadapter.guard_stats(h) for name, h in ports.items()}
                 dropper.enable()
@@ -533,8 +535,8 @@ class EmulatedBackend:
                 log(f"setup {setup_s:.2f} s; traffic for {plan.duration_s:g} s")
                 t0 = time.monotonic()
                 tcp_mid = {}
-                self._drive(flows, topo, delayer, t0, plan, log, midway=lambda: tcp_mid.update(
-                    {role: _tcp_counters(topo.ns(role)) for role in endpoints}))
+                self._drive(flows, topo, delayer, t0, plan, log,
+                            midway=lambda: tcp_mid.update(tcp_snapshot()))
                 traffic_s = time.monotonic() - t0
                 dropper.disable()
                 for bg in bg_droppers:
@@ -542,8 +544,7 @@ class EmulatedBackend:
                 q1, cpu1, sn1 = _qdisc_stats(topo.sw, topo.bottleneck_dev), _cpu_times(), _softnet_drops()
                 awake_ticks = keep_awake.ticks() - awake0
                 fw1 = _ip_forwarded(topo.sw)
-                acks = _ack_record(tcp0, {role: _tcp_counters(topo.ns(role)) for role in endpoints}, pairs,
-                                   midway=tcp_mid or None)
+                acks = _ack_record(tcp0, tcp_snapshot(), pairs, midway=tcp_mid or None)
                 cc_guard = {name: ccadapter.guard_difference(ccadapter.guard_stats(h), guard0[name])
                             for name, h in ports.items()}
                 switch_mech["ip_forwarded_during_traffic"] = None if None in (fw0, fw1) else fw1 - fw0
