@@ -167,6 +167,7 @@ size_t cc_host_sock_size(void) { return sizeof(struct inet_connection_sock); }
 #define CC_INFINITE_SSTHRESH 0x7fffffffU
 /* The tail of the private area belongs to the guard; a port's state must fit before it. */
 #define CC_GUARD_SIZE 12
+#define CC_GUARD_INIT_CWND 10 /* TCP_INIT_CWND: the window before the first hook */
 #define CC_PORT_PRIV_SIZE (CC_CA_PRIV_SIZE - CC_GUARD_SIZE)
 
 CC_INLINE struct tcp_sock *cc_tp(struct sock *sk)
@@ -287,18 +288,28 @@ CC_INLINE u32 cc316_default_undo(struct tcp_sock *tp)
  * the low half of a kernel text address), which PRR turns into a window of ~1e9
  * segments; a skipped undo_cwnd() does the same to cwnd directly.
  *
+ * The garbage is not always that large: a bic316 run at 0.2 ms and p = 1e-3 reached a
+ * window of 108,266,549 segments (0x0673f735), a value a stack can hold. But between
+ * two of a port's hooks the window rises in three ways only: the stack calls a hook on
+ * every ACK, and an ACK can at most double the window (slow start adds what it
+ * acknowledges, never more than was in flight); an undo sets what the port's
+ * undo_cwnd() returned; the end of a reduction sets the threshold (which the guard
+ * checks itself). A window above all three came from a skipped hook.
+ *
  * The guard notices, in the port's next hook, what the port did not see -- a window
  * reduction without its ssthresh() (tp->prior_cwnd moved), a threshold or window no
- * stack value can be (above 2^31 - 1), a state change without its set_state() --,
+ * stack value can be (above 2^31 - 1), a window no hook of the port allowed (above the
+ * bound just described), a state change without its set_state() --,
  * repairs it as the port would have, and counts it (cc316_guard_stats, read by the
  * runner) so that the run's fidelity verdict can judge it. On a sound host every
  * counter but `reductions` stays 0 and the guard changes nothing.
  */
 struct cc316_guard {
 	u32 prior_cwnd; /* tp->prior_cwnd when the port last saw a reduction */
+	u32 top_cwnd;   /* the window the port last saw, or its last undo returned */
 	u8 state;       /* the congestion state the port last saw */
 	u8 armed;       /* set by init */
-	u8 _pad[6];
+	u8 _pad[2];
 };
 CC_STATIC_ASSERT(sizeof(struct cc316_guard) == CC_GUARD_SIZE, "guard size");
 
@@ -307,7 +318,7 @@ struct cc316_guard_stats {
 	cc_u64 missed_reductions; /* reductions the stack made without the port's ssthresh() */
 	cc_u64 missed_states;     /* state changes without the port's set_state() */
 	cc_u64 foreign_ssthresh;  /* thresholds above 2^31 - 1 replaced */
-	cc_u64 foreign_cwnd;      /* windows above 2^31 - 1 replaced */
+	cc_u64 foreign_cwnd;      /* windows above 2^31 - 1, or above the bound, replaced */
 };
 #if defined(CC_TARGET_KMOD)
 static struct cc316_guard_stats cc316_guard_stats;
@@ -327,8 +338,21 @@ CC_INLINE void cc316_guard_init(struct sock *sk)
 	struct cc316_guard *g = cc_guard(sk);
 
 	g->prior_cwnd = cc_tp(sk)->prior_cwnd;
+	g->top_cwnd = cc_max(cc_tp(sk)->snd_cwnd, CC_GUARD_INIT_CWND);
 	g->state = cc_ca_state(sk);
 	g->armed = 1;
+}
+
+/* The largest window the stack can hold at a port's hook without a skipped hook: one
+ * ACK's slow-start growth over the window the port last saw (or its undo returned), or
+ * the threshold, which ends a reduction (tcp_end_cwnd_reduction). */
+CC_INLINE u32 cc316_guard_cwnd_bound(struct cc316_guard *g, struct tcp_sock *tp)
+{
+	u32 grown = g->top_cwnd > CC_INFINITE_SSTHRESH / 2 ? CC_INFINITE_SSTHRESH
+							      : 2 * g->top_cwnd + 2;
+	u32 ends = tp->snd_ssthresh < CC_INFINITE_SSTHRESH ? tp->snd_ssthresh : 0;
+
+	return cc_max(grown, ends);
 }
 
 CC_INLINE void cc316_guard_seen_state(struct sock *sk, struct cc316_guard *g)
@@ -365,7 +389,11 @@ CC_INLINE u32 cc316_guard_check(struct sock *sk)
 	if (tp->snd_cwnd > CC_INFINITE_SSTHRESH) {
 		CC_COUNT(foreign_cwnd);
 		CC_SET_CWND(tp, cc_max(tp->prior_cwnd, 2));
+	} else if (tp->snd_cwnd > cc316_guard_cwnd_bound(g, tp)) {
+		CC_COUNT(foreign_cwnd);
+		CC_SET_CWND(tp, cc_max(g->top_cwnd, 2));
 	}
+	g->top_cwnd = tp->snd_cwnd;
 	if (!missed)
 		return 0;
 	return tp->prior_cwnd ? tp->prior_cwnd : tp->snd_cwnd;
@@ -410,6 +438,15 @@ CC_INLINE u32 cc316_guard_reduction(struct sock *sk, u32 ssthresh)
 	cc316_guard_seen_state(sk, g);
 	g->prior_cwnd = cc_tp(sk)->prior_cwnd;
 	return ssthresh;
+}
+
+/* In undo_cwnd(): the window the port hands the stack (which sets it as is). */
+CC_INLINE u32 cc316_guard_undo(struct sock *sk, u32 cwnd)
+{
+	struct cc316_guard *g = cc_guard(sk);
+
+	g->top_cwnd = cc_max(g->top_cwnd, cwnd);
+	return cwnd;
 }
 
 /* In set_state(), after CC_GUARD: the state the stack is about to enter. */

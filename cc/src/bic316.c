@@ -134,7 +134,7 @@ CC_CB(u32, bic316_undo_cwnd, struct sock *sk)
 	struct bic316 *ca = cc_ca(sk);
 
 	CC_GUARD(sk, bic316_ssthresh_for);
-	return cc_max(cc_tp(sk)->snd_cwnd, ca->loss_cwnd);
+	return cc316_guard_undo(sk, cc_max(cc_tp(sk)->snd_cwnd, ca->loss_cwnd));
 }
 
 CC_CB(void, bic316_set_state, struct sock *sk, u8 new_state)

@@ -213,7 +213,7 @@ CC_CB(u32, cubic316_undo_cwnd, struct sock *sk)
 	struct cubic316 *ca = cc_ca(sk);
 
 	CC_GUARD(sk, cubic316_ssthresh_for);
-	return cc_max(cc_tp(sk)->snd_cwnd, ca->loss_cwnd);
+	return cc316_guard_undo(sk, cc_max(cc_tp(sk)->snd_cwnd, ca->loss_cwnd));
 }
 
 CC_CB(void, cubic316_set_state, struct sock *sk, u8 new_state)

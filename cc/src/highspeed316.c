@@ -115,7 +115,7 @@ CC_CB(u32, highspeed316_ssthresh, struct sock *sk)
 CC_CB(u32, highspeed316_undo_cwnd, struct sock *sk)
 {
 	CC_GUARD(sk, highspeed316_ssthresh_for);
-	return cc316_default_undo(cc_tp(sk));
+	return cc316_guard_undo(sk, cc316_default_undo(cc_tp(sk)));
 }
 
 CC_GUARD_ONLY_HOOKS(highspeed316, highspeed316_ssthresh_for)

@@ -82,8 +82,8 @@ CC_CB(u32, htcp316_undo_cwnd, struct sock *sk)
 		ca->undo_last_cong = 0;
 	}
 	if (!ca->beta)
-		return tp->snd_cwnd;
-	return cc_max(tp->snd_cwnd, (tp->snd_ssthresh << 7) / ca->beta);
+		return cc316_guard_undo(sk, tp->snd_cwnd);
+	return cc316_guard_undo(sk, cc_max(tp->snd_cwnd, (tp->snd_ssthresh << 7) / ca->beta));
 }
 
 CC_INLINE void htcp_measure_rtt(struct sock *sk, struct htcp316 *ca, u32 srtt)

@@ -37,7 +37,7 @@ CC_CB(void, reno316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 CC_CB(u32, reno316_undo_cwnd, struct sock *sk)
 {
 	CC_GUARD(sk, reno316_ssthresh_for);
-	return cc316_default_undo(cc_tp(sk));
+	return cc316_guard_undo(sk, cc316_default_undo(cc_tp(sk)));
 }
 
 CC_GUARD_ONLY_HOOKS(reno316, reno316_ssthresh_for)

@@ -39,7 +39,7 @@ CC_CB(u32, scalable316_ssthresh, struct sock *sk)
 CC_CB(u32, scalable316_undo_cwnd, struct sock *sk)
 {
 	CC_GUARD(sk, scalable316_ssthresh_for);
-	return cc316_default_undo(cc_tp(sk));
+	return cc316_guard_undo(sk, cc316_default_undo(cc_tp(sk)));
 }
 
 CC_GUARD_ONLY_HOOKS(scalable316, scalable316_ssthresh_for)

@@ -106,6 +106,43 @@ def test_a_window_no_stack_value_can_be_is_replaced_by_the_window_before_the_red
     assert sim.cwnd == prior
 
 
+PLAUSIBLE_GARBAGE = 0x0673F735  # 108,266,549 segments: a bic316 run's window on the VM
+
+
+@pytest.mark.parametrize("variant", cc.VARIANTS)
+def test_a_window_no_hook_of_the_port_allowed_is_replaced_by_the_one_it_last_saw(host_build, variant):
+    # below 2^31, so a stack can hold it; but no ACK more than doubles a window, and the
+    # port's undo did not return it: a skipped hook put it there
+    sim = Sim(host_build, variant, cwnd=300, ssthresh=100)
+    _warm(sim)
+    seen = sim.cwnd
+    before = sim.guard_stats()
+    sim.sk.snd_cwnd = PLAUSIBLE_GARBAGE             # a skipped undo_cwnd()
+    sim.ack(1)
+    got = _delta(sim.guard_stats(), before)
+    assert got["foreign_cwnd"] == 1 and got["missed_reductions"] == 0, got
+    assert seen <= sim.cwnd <= seen + 2, (seen, sim.cwnd)
+
+
+@pytest.mark.parametrize("variant", cc.VARIANTS)
+def test_an_undo_to_the_window_before_a_timeout_is_left_alone(host_build, variant):
+    # a timeout left cwnd 1; a spurious-timeout undo restores what the port returns,
+    # far above twice the window the port last saw -- and legitimate
+    sim = Sim(host_build, variant, cwnd=300, ssthresh=100)
+    _warm(sim)
+    sim.loss()
+    _warm(sim, 3)
+    sim.sk.snd_cwnd = 1                             # tcp_enter_loss
+    sim.ack(1)
+    before = sim.guard_stats()
+    restored = sim.undo()                           # the stack sets what undo_cwnd() returns
+    assert restored > 4
+    sim.sk.snd_cwnd = restored
+    sim.ack(1)
+    assert _delta(sim.guard_stats(), before)["foreign_cwnd"] == 0
+    assert sim.cwnd >= restored
+
+
 @pytest.mark.parametrize("variant", cc.VARIANTS)
 def test_guard_changes_nothing_on_a_sound_host(host_build, variant):
     sim = Sim(host_build, variant, cwnd=50, ssthresh=40)
