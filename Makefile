@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 VENV := .venv/bin
 SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE) --config campaign=$(CAMPAIGN) backend=$(BACKEND)
 
-.PHONY: bootstrap paper validation runs dry-run report test test-all bench status design data-push data-pull cleanup clean help
+.PHONY: bootstrap paper validation validate-dilation runs dry-run report test test-all bench status design data-push data-pull cleanup clean help
 
 help:
 	@echo "make paper  [CAMPAIGN=smoke|quick|paper] [BACKEND=emulated|testbed]  runs -> paper/main.pdf"
@@ -18,6 +18,7 @@ help:
 	@echo "make test                      the default test suite (well under 30 min)"
 	@echo "make test-all                  including slow tests"
 	@echo "make bench                     benchmarks (throughput of the emulator, analysis speed)"
+	@echo "make validate-dilation         time-dilated runs against undilated ones, all six ports (hours)"
 	@echo "make runs     CAMPAIGN=...     only the raw traces"
 	@echo "make status   CAMPAIGN=...     runs done / total, flagged runs, ETA"
 	@echo "make dry-run  CAMPAIGN=paper   list the jobs (1,280 runs for the paper campaign)"
@@ -58,6 +59,10 @@ test: bootstrap
 
 test-all: bootstrap
 	$(VENV)/python -m pytest $(PYTEST_ARGS)
+
+# The cross-validation of time dilation (k = 1 against k = 2 and 4, every port; hours).
+validate-dilation: bootstrap
+	$(VENV)/python bench/validate_dilation.py $(DILATION_ARGS)
 
 bench: bootstrap
 	@set -e; for b in bench/bench_*.py; do echo "== $$b"; $(VENV)/python $$b; done

@@ -220,3 +220,36 @@ def test_a_criterion_naming_an_unknown_campaign_or_a_loss_rule_at_p_zero_is_refu
         spec.validate_design(design)
     assert "criteria/mathis/campaigns: unknown campaign 'validaton'" in str(err.value)
     assert "criteria/mathis_native/duration_for_loss_events: the grid has drop 0" in str(err.value)
+
+
+# --------------------------------------------------------------------- time dilation
+def test_the_paper_campaign_asks_for_the_papers_rate_and_lets_dilation_choose(design):
+    runs = spec.expand(design, "paper")
+    assert {r.rate_bps for r in runs} == {9.5e9} and {r.dilation for r in runs} == {"auto"}
+    # smoke and quick stay at the host's calibrated rate: minutes, not days
+    assert {r.rate_bps for r in spec.expand(design, "smoke")} == {None}
+
+
+def test_a_campaign_can_force_or_forbid_dilation_and_the_path_stays(design):
+    design["campaigns"]["smoke"]["dilation"] = 4
+    forced = spec.expand(design, "smoke")
+    design["campaigns"]["smoke"]["dilation"] = 1
+    forbidden = spec.expand(design, "smoke")
+    assert {r.dilation for r in forced} == {4} and {r.dilation for r in forbidden} == {1}
+    # how a condition is realised is not part of it: the same run paths
+    assert [paths.run_dir(r) for r in forced] == [paths.run_dir(r) for r in forbidden]
+
+
+@pytest.mark.parametrize("value", [0, 65, "fast", 2.5])
+def test_a_bad_dilation_setting_names_the_field(design, value):
+    design["campaigns"]["smoke"]["dilation"] = value
+    msg = _error(design)
+    assert "campaigns/smoke/dilation" in msg, msg
+
+
+def test_adhoc_dilation_is_checked_and_kept_through_a_dict():
+    cond = spec.adhoc_condition(["bic"], 6.2, 1e-5, 5, dilation="8")
+    assert cond.dilation == 8
+    assert spec.Condition.from_dict(cond.to_dict()).dilation == 8
+    with pytest.raises(spec.SpecError, match="^dilation:"):
+        spec.adhoc_condition(["bic"], 6.2, 1e-5, 5, dilation=0)

@@ -11,7 +11,7 @@
  * modern kernel's helpers behave like 6.x, not 3.16.
  *
  * Algorithm sources use only: cc_tp(), cc_ca(), cc_ca_state(), cc_jiffies(),
- * cc_ms(), cc_msecs_to_jiffies(), cc_usecs_to_jiffies(), cc_div64(), the
+ * cc_ms(), cc_rtt_us(), cc_msecs_to_jiffies(), cc_usecs_to_jiffies(), cc_div64(), the
  * CC_CWND/CC_SET_CWND macros, CC_PARAM/CC_NOTE, CC_CB and CC_OPS, and the
  * host-fault guard (CC_GUARD, cc316_guard_*; see the end of this file).
  */
@@ -26,8 +26,10 @@
 #include <bpf/bpf_tracing.h>
 
 #define CC_INLINE static __always_inline
-/* Emulated HZ; the loader rewrites this read-only datum before load. */
+/* Emulated HZ and time-dilation factor; the loader rewrites these read-only data
+ * before load. */
 const volatile __u32 cc_hz = 250;
+const volatile __u32 cc_dilation = 1;
 #define CC_CB(ret, name, ...) SEC("struct_ops/" #name) ret BPF_PROG(name, __VA_ARGS__)
 #define CC_OPS(var, ...)                                                   \
 	char _license[] SEC("license") = "GPL";                            \
@@ -50,6 +52,9 @@ typedef __u64 cc_u64;
 static unsigned int cc_hz = 250;
 module_param(cc_hz, uint, 0444);
 MODULE_PARM_DESC(cc_hz, "emulated jiffies rate of the 3.16 algorithm (default 250)");
+static unsigned int cc_dilation = 1;
+module_param(cc_dilation, uint, 0444);
+MODULE_PARM_DESC(cc_dilation, "time-dilation factor k: the algorithm's clocks run k times slower (default 1)");
 #define CC_CB(ret, name, ...) static ret name(__VA_ARGS__)
 #define CC_OPS(var, ...)                                                   \
 	static struct tcp_congestion_ops var = {                           \
@@ -127,6 +132,7 @@ struct cc_host_ops {
 	const char *name;
 };
 unsigned int cc_hz = 250;
+unsigned int cc_dilation = 1;
 size_t cc_host_sock_size(void) { return sizeof(struct inet_connection_sock); }
 #define CC_CB(ret, name, ...) ret name(__VA_ARGS__)
 #define CC_OPS(var, ...) const struct cc_host_ops cc_ops = { __VA_ARGS__ .name = #var, }
@@ -204,16 +210,33 @@ CC_INLINE cc_u64 cc_div64(cc_u64 a, cc_u64 b)
 }
 
 /* 3.16 ran on jiffies; we emulate a jiffies counter at cc_hz from the socket's
- * microsecond clock (tcp_mstamp, the time of the ACK being processed). */
+ * microsecond clock (tcp_mstamp, the time of the ACK being processed).
+ *
+ * Time dilation (factor k = cc_dilation): a virtual path of rate R and RTT T runs as a
+ * physical one of rate R/k and RTT k*T; every time the algorithm reads is physical time
+ * divided by k, so it sees the virtual path's clock. The three readers below are the
+ * only ways a port learns the time. */
+CC_INLINE u32 cc_dilation_k(void)
+{
+	return cc_dilation ? cc_dilation : 1;
+}
+
 CC_INLINE u32 cc_jiffies(struct sock *sk)
 {
-	return (u32)cc_div64(cc_tp(sk)->tcp_mstamp * (cc_u64)cc_hz, 1000000);
+	return (u32)cc_div64(cc_tp(sk)->tcp_mstamp * (cc_u64)cc_hz,
+			     1000000ULL * cc_dilation_k());
 }
 
 /* Milliseconds, for CUBIC's HyStart clock (3.16 used a ms clock when HZ < 1000). */
 CC_INLINE u32 cc_ms(struct sock *sk)
 {
-	return (u32)cc_div64(cc_tp(sk)->tcp_mstamp, 1000);
+	return (u32)cc_div64(cc_tp(sk)->tcp_mstamp, 1000ULL * cc_dilation_k());
+}
+
+/* An RTT sample of pkts_acked (us; negative: none), in virtual time. */
+CC_INLINE s32 cc_rtt_us(s32 rtt_us)
+{
+	return rtt_us < 0 ? rtt_us : (s32)((u32)rtt_us / cc_dilation_k());
 }
 
 /* Kernel conversions round up. */

@@ -41,8 +41,9 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-/* Write HZ into the object's .rodata at the offset BTF gives for cc_hz. */
-static int set_hz(struct bpf_object *obj, unsigned int hz)
+/* Write a u32 into the object's .rodata at the offset BTF gives for `var_name`
+ * (cc_hz, cc_dilation). */
+static int set_rodata_u32(struct bpf_object *obj, const char *var_name, unsigned int value)
 {
 	const struct btf_var_secinfo *vsi;
 	const struct btf_type *sec;
@@ -60,7 +61,7 @@ static int set_hz(struct bpf_object *obj, unsigned int hz)
 			rodata = map;
 	}
 	if (!btf || !rodata) {
-		fprintf(stderr, "tevcc-loader: object has no .rodata with cc_hz\n");
+		fprintf(stderr, "tevcc-loader: object has no .rodata with %s\n", var_name);
 		return -1;
 	}
 	id = btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC);
@@ -73,15 +74,15 @@ static int set_hz(struct bpf_object *obj, unsigned int hz)
 	for (i = 0; i < btf_vlen(sec); i++, vsi++) {
 		const struct btf_type *var = btf__type_by_id(btf, vsi->type);
 
-		if (strcmp(btf__name_by_offset(btf, var->name_off), "cc_hz"))
+		if (strcmp(btf__name_by_offset(btf, var->name_off), var_name))
 			continue;
 		data = (char *)bpf_map__initial_value(rodata, &size);
 		if (!data || vsi->offset + sizeof(__u32) > size)
 			return -1;
-		memcpy(data + vsi->offset, &(__u32){ hz }, sizeof(__u32));
+		memcpy(data + vsi->offset, &(__u32){ value }, sizeof(__u32));
 		return 0;
 	}
-	fprintf(stderr, "tevcc-loader: cc_hz not found in .rodata\n");
+	fprintf(stderr, "tevcc-loader: %s not found in .rodata\n", var_name);
 	return -1;
 }
 
@@ -94,20 +95,29 @@ int main(int argc, char **argv)
 	struct bpf_map *map, *ops = NULL, *bss = NULL;
 	struct bpf_link *filler;
 	struct sigaction sa = {};
-	unsigned long hz = 250;
+	unsigned long hz = 250, dilation = 1;
 	int link_fd, err;
 	char buf[64];
 
-	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: %s OBJECT [HZ]\n", argv[0]);
+	if (argc < 2 || argc > 4) {
+		fprintf(stderr, "usage: %s OBJECT [HZ [DILATION]]\n", argv[0]);
 		return 2;
 	}
-	if (argc == 3) {
+	if (argc >= 3) {
 		char *end;
 
 		hz = strtoul(argv[2], &end, 10);
 		if (*end || hz < 1 || hz > 100000) {
 			fprintf(stderr, "tevcc-loader: HZ must be an integer in [1, 100000], got '%s'\n", argv[2]);
+			return 2;
+		}
+	}
+	if (argc == 4) {
+		char *end;
+
+		dilation = strtoul(argv[3], &end, 10);
+		if (*end || dilation < 1 || dilation > 1000) {
+			fprintf(stderr, "tevcc-loader: DILATION must be an integer in [1, 1000], got '%s'\n", argv[3]);
 			return 2;
 		}
 	}
@@ -125,7 +135,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tevcc-loader: cannot open %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
-	if (set_hz(obj, (unsigned int)hz))
+	if (set_rodata_u32(obj, "cc_hz", (unsigned int)hz) ||
+	    set_rodata_u32(obj, "cc_dilation", (unsigned int)dilation))
 		return 1;
 	bpf_object__for_each_map(map, obj) {
 		const char *name = bpf_map__name(map);

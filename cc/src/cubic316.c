@@ -262,7 +262,7 @@ CC_CB(void, cubic316_pkts_acked, struct sock *sk, const struct ack_sample *sampl
 {
 	struct tcp_sock *tp = cc_tp(sk);
 	struct cubic316 *ca = cc_ca(sk);
-	s32 rtt_us = sample->rtt_us;
+	s32 rtt_us = cc_rtt_us(sample->rtt_us);
 	u32 delay;
 
 	CC_GUARD(sk, cubic316_ssthresh_for);

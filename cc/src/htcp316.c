@@ -111,7 +111,7 @@ CC_CB(void, htcp316_pkts_acked, struct sock *sk, const struct ack_sample *sample
 	if (state == TCP_CA_Open)
 		ca->pkts_acked = sample->pkts_acked;
 	if (sample->rtt_us > 0)
-		htcp_measure_rtt(sk, ca, cc_usecs_to_jiffies(sample->rtt_us));
+		htcp_measure_rtt(sk, ca, cc_usecs_to_jiffies(cc_rtt_us(sample->rtt_us)));
 	if (!use_bandwidth_switch)
 		return;
 

@@ -18,6 +18,8 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
+from tcpeval import dilation as dilation_mod
+
 # The six algorithms of the paper (tcpeval.cc builds a Linux-3.16 port of each).
 KNOWN_VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic")
 BACKENDS = ("emulated", "testbed")
@@ -25,7 +27,7 @@ IMPLS = ("port", "native")
 # Grid keys that set the condition rather than fill a flow template.
 CONDITION_KEYS = ("rtt_ms", "drop", "rate_bps", "buffer_bytes")
 RUN_SETTINGS = ("duration_s", "interval_s", "repetitions", "rate_bps", "buffer_bytes",
-                "background_loss", "hz", "impl")
+                "background_loss", "hz", "impl", "dilation")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DESIGN = REPO_ROOT / "config" / "design.yaml"
@@ -34,6 +36,13 @@ DESIGN_SCHEMA = REPO_ROOT / "workflow" / "schemas" / "design.schema.yaml"
 
 class SpecError(ValueError):
     """The design, a campaign or a requested run is invalid; the message names the field."""
+
+
+def _dilation_setting(value) -> str | int:
+    try:
+        return dilation_mod.parse(value)
+    except dilation_mod.DilationError as err:
+        raise SpecError(str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,9 @@ class Condition:
     background_loss: float = 0.0
     hz: int = 250
     seed: int = 0
+    # 'auto' or a time-dilation factor k (tcpeval.dilation): how the emulated backend
+    # realises the condition, not part of it; runs with different settings share a path
+    dilation: str | int = field(default="auto", compare=False)
     stack: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -235,7 +247,8 @@ def criterion_settings(design: dict, campaign: str, criterion: str) -> dict:
     crit = design["criteria"][criterion]
     override = camp.get("criteria", {}).get(criterion, {})
     settings = {k: None for k in RUN_SETTINGS}
-    settings.update({"interval_s": 0.1, "background_loss": 0.0, "hz": 250, "impl": "port"})
+    settings.update({"interval_s": 0.1, "background_loss": 0.0, "hz": 250, "impl": "port",
+                     "dilation": "auto"})
     for layer in (design["defaults"], crit, camp, override):
         settings.update({k: layer[k] for k in RUN_SETTINGS if k in layer})
     return settings
@@ -331,6 +344,7 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                     rate_bps=point.get("rate_bps", settings["rate_bps"]),
                     buffer_bytes=point.get("buffer_bytes", settings["buffer_bytes"]),
                     background_loss=float(settings["background_loss"]), hz=int(settings["hz"]),
+                    dilation=_dilation_setting(settings["dilation"]),
                     seed=_seed_for(campaign, name, variants, float(point["rtt_ms"]), float(point["drop"]), rep),
                 )
                 path = paths.run_dir(cond)
@@ -357,7 +371,7 @@ def adhoc_condition(variants: list[str], rtt_ms: float, drop: float, duration_s:
                     backend: str = "emulated", starts: list[float] | None = None,
                     impl: str = "port", interval_s: float = 0.1, rate_bps: float | None = None,
                     buffer_bytes: int | None = None, background_loss: float = 0.0, hz: int = 250,
-                    seed: int | None = None, rep: int = 1) -> Condition:
+                    seed: int | None = None, rep: int = 1, dilation: str | int = "auto") -> Condition:
     """A condition outside any design (`tcpeval run --variant ...`), validated like one."""
     if not variants:
         raise SpecError("variant: at least one flow is needed")
@@ -387,4 +401,5 @@ def adhoc_condition(variants: list[str], rtt_ms: float, drop: float, duration_s:
                      rtt_ms=float(rtt_ms), drop=float(drop), rep=rep, duration_s=float(duration_s),
                      interval_s=float(interval_s), rate_bps=rate_bps, buffer_bytes=buffer_bytes,
                      background_loss=float(background_loss), hz=hz,
+                     dilation=_dilation_setting(dilation),
                      seed=seed if seed is not None else _seed_for("adhoc", "adhoc", tuple(variants), rtt_ms, drop, rep))

@@ -81,8 +81,12 @@ def cmd_status(args) -> int:
         runs = spec.expand(design, args.campaign, args.backend)
     except spec.SpecError as err:
         raise UserError(str(err)) from None
+    from tcpeval.backends import planning
+    ceil = planning.ceiling(args.backend)
     rows, walls, planned_left, planned_done = {}, [], 0.0, 0.0
     for cond in runs:
+        # physical traffic time: a time-dilated run takes its factor times longer
+        physical_s = cond.duration_s * (planning.plan_run(cond, ceil).factor or 1)
         row = rows.setdefault(cond.criterion, {"done": 0, "total": 0, "flagged": 0})
         row["total"] += 1
         trace_file = Path(paths.trace_path(cond, args.raw_dir))
@@ -92,9 +96,9 @@ def cmd_status(args) -> int:
             row["flagged"] += verdict != "ok"
             if seconds:
                 walls.append(seconds)
-                planned_done += cond.duration_s
+                planned_done += physical_s
         else:
-            planned_left += cond.duration_s
+            planned_left += physical_s
     print(f"campaign {args.campaign} on backend {args.backend}")
     for name, row in rows.items():
         print(f"  {name:16s} {row['done']:5d} / {row['total']:5d} done   {row['flagged']} flagged")

@@ -55,9 +55,10 @@ class Sim:
     """One connection. Time in microseconds; sequence numbers count packets."""
 
     def __init__(self, build_dir, variant, hz=250, cwnd=10, ssthresh=INFINITE_SSTHRESH,
-                 now_us=10_000_000):
+                 now_us=10_000_000, dilation=1):
         self.lib = library(build_dir, variant)
         C.c_uint.in_dll(self.lib, "cc_hz").value = hz
+        C.c_uint.in_dll(self.lib, "cc_dilation").value = dilation
         self.ops = Ops.in_dll(self.lib, "cc_ops")
         self.sk = Sock()
         self.p = C.pointer(self.sk)

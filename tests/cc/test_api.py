@@ -112,4 +112,5 @@ def test_kernel_modules_build(tmp_path):
     for v, ko in zip(cc.VARIANTS, kos):
         data = ko.read_bytes()
         assert b"parm=cc_hz:" in data and b"license=GPL" in data  # .modinfo
+        assert b"parm=cc_dilation:" in data                       # time dilation (cc316.h)
         assert f"{v}316".encode() in data  # the .name in the ops

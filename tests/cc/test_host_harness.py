@@ -224,3 +224,57 @@ def test_htcp_ssthresh_and_undo_stay_within_beta_bounds(host_build, cwnd):
         assert 64 <= beta <= 102 and ss == max((cwnd * beta) >> 7, 2), (cwnd, beta, ss)
         assert s.undo() == max(s.cwnd, (ss << 7) // beta) <= max(cwnd, 2 * ss + 2)
     assert 64 < beta < 102                   # minRTT/maxRTT after the mode switch
+
+
+def _trajectory(host_build, variant, k):
+    """A connection's life -- slow start, losses, congestion avoidance over varying RTTs,
+    an undo -- on a path whose times are k times the virtual ones (time dilation); the
+    window, threshold and private state after every step."""
+    s = Sim(host_build, variant, now_us=10_000_000 * k, dilation=k)
+    out = []
+
+    def snap():
+        out.append((s.cwnd, s.ssthresh, bytes(s.sk.icsk_ca_priv)))
+
+    def round_trip(rtt_us):  # one window of ACKs (2 packets each) spread over rtt_us x k
+        n = max(1, s.cwnd // 2)
+        for _ in range(n):
+            s.ack(2, rtt_us * k, (rtt_us // n) * k)
+
+    for rtt_ms in (6.2, 6.2, 6.2, 6.2, 6.2):           # slow start (HyStart sees RTTs)
+        round_trip(int(rtt_ms * 1000))
+        snap()
+    s.loss()
+    snap()
+    for i in range(60):                                  # CA: queueing raises the RTT
+        round_trip(int((6.2 + 0.05 * i) * 1000))
+        snap()
+    s.ack(1, rtt_us=-1, dt_us=3_000_000 * k)             # 3 s of silence (time-based growth)
+    snap()
+    s.loss()
+    snap()
+    for i in range(40):
+        round_trip(24_200)
+        snap()
+    out.append(s.undo())
+    return out
+
+
+@pytest.mark.parametrize("variant", ["reno", "scalable", "highspeed", "htcp", "bic", "cubic"])
+@pytest.mark.parametrize("k", [2, 4, 32])
+def test_a_dilated_port_lives_the_virtual_paths_life(host_build, variant, k):
+    # Time dilation: every time a port reads (jiffies, the HyStart ms clock, RTT samples)
+    # is physical time / k, so on a path k times slower it computes exactly what it
+    # computes on the virtual path -- windows, thresholds and every byte of its state.
+    assert _trajectory(host_build, variant, k) == _trajectory(host_build, variant, 1)
+
+
+def test_without_dilation_the_slower_path_changes_the_time_based_ports(host_build):
+    # the check above is not vacuous: undilated, a k-times-slower path is another path
+    for variant in ("htcp", "cubic", "bic"):
+        s1 = Sim(host_build, variant, cwnd=50, ssthresh=20)
+        s4 = Sim(host_build, variant, cwnd=50, ssthresh=20, now_us=40_000_000)
+        for _ in range(30):
+            s1.rtt(10_000, pkts_per_ack=2)
+            s4.rtt(40_000, pkts_per_ack=2)
+        assert (s1.cwnd, bytes(s1.sk.icsk_ca_priv)) != (s4.cwnd, bytes(s4.sk.icsk_ca_priv)), variant

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from tcpeval import dilation
 from tcpeval import trace as trace_mod
 from tcpeval.analysis import metrics as M
 
@@ -142,7 +143,10 @@ def _link_rate(record: dict) -> float:
 
 def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
               eps: float = M.DEFAULT_EPSILON) -> tuple[dict, list[dict], dict]:
-    """(run row, flow rows, samples columns) of one validated trace."""
+    """(run row, flow rows, samples columns) of one validated trace, in the units of the
+    condition (a time-dilated run's physical measurements are turned virtual first)."""
+    k = dilation.factor(record)
+    record = dilation.to_virtual(record)
     cond = record["condition"]
     run_id = run_id_of(cond)
     env, mech, meas = record["environment"], record["mechanisms"], record["measured"]
@@ -200,6 +204,7 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         "hostname": env.get("hostname"), "kernel": env.get("kernel"),
         "git_revision": env.get("git_revision"), "tcpeval_version": env.get("tcpeval_version"),
         "mech_drop": mech.get("drop"), "mech_delay": mech.get("delay"), "mech_rate": mech.get("rate"),
+        "dilation": k,
         "started_at": record.get("started_at"),
         # Sec. III-B responsiveness and efficiency (flow that starts first; single-flow runs)
         "mean_bps": flow_rows[0]["mean_bps"],

@@ -39,7 +39,7 @@ RUN_SCHEMA = pa.schema([
     ("interval_s", _F), ("n_flows", _I), ("verdict", _S), ("flag_reasons", _S),
     ("link_rate_bps", _F), ("measured_rtt_ms", _F), ("measured_drop", _F),
     ("hostname", _S), ("kernel", _S), ("git_revision", _S), ("tcpeval_version", _S),
-    ("mech_drop", _S), ("mech_delay", _S), ("mech_rate", _S), ("started_at", _S),
+    ("mech_drop", _S), ("mech_delay", _S), ("mech_rate", _S), ("dilation", _I), ("started_at", _S),
     ("mean_bps", _F), ("q25_bps", _F), ("q50_bps", _F), ("q75_bps", _F), ("mean_frac", _F),
     ("flow1_bps", _F), ("flow2_bps", _F), ("jain", _F), ("utilisation_bps", _F),
     ("utilisation_frac", _F), ("conv_applicable", _B), ("converged", _B),

@@ -59,6 +59,9 @@ def _condition(args):
             raise UserError(str(err)) from None
         target = Path(args.target)
         run_dir = target.parent if target.name == "trace.json" else target
+        if args.dilation is not None:
+            from dataclasses import replace
+            condition = replace(condition, dilation=_dilation_arg(args.dilation))
         return condition, run_dir
     variants = list(args.variant or [])
     if args.flows:
@@ -81,13 +84,23 @@ def _condition(args):
             starts=_floats(args.start, "--start") if args.start else None, impl=args.impl,
             interval_s=args.interval, rate_bps=parse_rate(args.rate) if args.rate else None,
             buffer_bytes=parse_bytes(args.buffer) if args.buffer else None,
-            background_loss=args.background_loss, hz=args.hz, seed=args.seed)
+            background_loss=args.background_loss, hz=args.hz, seed=args.seed,
+            dilation=_dilation_arg(args.dilation) if args.dilation is not None else "auto")
     except spec.SpecError as err:
         raise UserError(str(err)) from None
     if stack:
         from dataclasses import replace
         condition = replace(condition, stack=stack)
     return condition, Path(args.out)
+
+
+def _dilation_arg(text: str):
+    from tcpeval import dilation
+
+    try:
+        return dilation.parse(text.strip())
+    except dilation.DilationError as err:
+        raise UserError(f"--{err}") from None
 
 
 def _backend(name: str, args):
@@ -121,12 +134,17 @@ def cmd_run(args) -> int:
             raise UserError(str(err)) from None
         print(f"tcpeval: run failed ({run_dir}): {err}\n  details: {run_dir / 'run.log'}", file=sys.stderr)
         return 1
+    from tcpeval import dilation
+
+    k = dilation.factor(record)
+    virtual = dilation.to_virtual(record)  # what the condition asked for, in its units
     fid = record["fidelity"]
     flows = ", ".join(f"{f['variant']} {f['summary']['mean_throughput_bps'] / 1e9:.2f} Gbps"
-                      for f in record["flows"])
-    print(f"{run_dir / 'trace.json'}: {flows}; RTT {record['measured']['rtt_ms']:.3f} ms; "
+                      for f in virtual["flows"])
+    print(f"{run_dir / 'trace.json'}: {flows}; RTT {virtual['measured']['rtt_ms']:.3f} ms; "
           f"drops {record['measured']['drop']['dropped']}/{record['measured']['drop']['seen']}; "
-          f"fidelity {fid['verdict']}" + (f" ({'; '.join(fid['reasons'])})" if fid["reasons"] else ""))
+          + (f"time-dilated x{k} (virtual units); " if k > 1 else "")
+          + f"fidelity {fid['verdict']}" + (f" ({'; '.join(fid['reasons'])})" if fid["reasons"] else ""))
     return 0
 
 
@@ -176,7 +194,54 @@ def cmd_cleanup(args) -> int:
     return 0
 
 
+def cmd_plan(args) -> int:
+    """Runs, traffic time and wall time of a campaign on this host, with the time-dilation
+    factors its runs would get."""
+    from collections import Counter
+
+    from tcpeval import spec
+    from tcpeval.backends import planning
+
+    try:
+        design = spec.load_design(args.design)
+        runs = spec.expand(design, args.campaign, args.backend)
+    except spec.SpecError as err:
+        raise UserError(str(err)) from None
+    ceil = planning.ceiling(args.backend)
+    rows: dict[str, dict] = {}
+    for cond in runs:
+        p = planning.plan_run(cond, ceil)
+        row = rows.setdefault(cond.criterion, {"runs": 0, "traffic": 0.0, "wall": 0.0,
+                                                "factors": Counter(), "refused": Counter()})
+        row["runs"] += 1
+        row["traffic"] += p.traffic_s
+        row["wall"] += p.wall_s
+        if p.factor is None:
+            row["refused"][p.refused] += 1
+        else:
+            row["factors"][p.factor] += 1
+    print(f"campaign {args.campaign} on backend {args.backend}; {ceil.source}")
+    print(f"  {'criterion':16s} {'runs':>5s} {'traffic h':>10s} {'wall h':>9s}  factors (runs)")
+    for name, row in rows.items():
+        factors = ", ".join(f"x{k}: {n}" for k, n in sorted(row["factors"].items()))
+        print(f"  {name:16s} {row['runs']:5d} {row['traffic'] / 3600:10.2f} {row['wall'] / 3600:9.2f}  {factors}")
+        for why, n in row["refused"].items():
+            print(f"  {'':16s} {n} run(s) refused: {why}")
+    total_traffic = sum(r["traffic"] for r in rows.values())
+    total_wall = sum(r["wall"] for r in rows.values())
+    print(f"  {'total':16s} {len(runs):5d} {total_traffic / 3600:10.2f} {total_wall / 3600:9.2f}  "
+          f"(wall: traffic x factor + ~{planning.RUN_OVERHEAD_S:.0f} s per run)")
+    return 0
+
+
 def add_parsers(sub) -> None:
+    p = sub.add_parser("plan", help="a campaign's runs, traffic and wall time on this host, "
+                                    "with the time-dilation factors its runs get")
+    p.add_argument("--campaign", default="smoke")
+    p.add_argument("--backend", default="emulated", choices=["emulated", "testbed"])
+    p.add_argument("--design", default=None, help="design file (default config/design.yaml)")
+    p.set_defaults(func=cmd_plan)
+
     p = sub.add_parser("run", help="perform one run (a design run path, or an ad-hoc condition)",
                        description=__doc__, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("target", nargs="?", help="run path data/raw/<backend>/.../trace.json (from the design)")
@@ -198,6 +263,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--background-loss", type=float, default=0.0,
                    help="independent background loss per packet (the paper's ring: ~2.2e-8)")
     p.add_argument("--hz", type=int, default=250, help="jiffies rate emulated by the ports")
+    p.add_argument("--dilation", default=None, metavar="auto|K",
+                   help="time dilation (emulated): auto (default) runs a rate above what the host "
+                        "carries faithfully k times slower, with the smallest k that fits; K forces "
+                        "a factor, 1 forbids dilation (testbed: ignored, k = 1)")
     p.add_argument("--stack", action="append", metavar="NAME=VALUE",
                    help="endpoint sysctl override, e.g. net.ipv4.tcp_recovery=1")
     p.add_argument("--force", action="store_true", help="replace an existing trace")

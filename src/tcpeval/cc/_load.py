@@ -33,10 +33,12 @@ class CCHandle:
     owner_pid: int | None = None  # pid of the loader holding the registration
     shared: bool = False          # True: another tcpeval process registered it
     guard_map_id: int | None = None  # the object's .bss map (cc316_guard_stats), see guard_stats
+    dilation: int = 1             # time-dilation factor of the port's clocks (cc316.h)
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in
-                ("variant", "impl", "kernel_name", "object_sha256", "source_sha256", "hz")}
+                ("variant", "impl", "kernel_name", "object_sha256", "source_sha256", "hz",
+                 "dilation")}
 
 
 class _Registration:
@@ -91,12 +93,12 @@ def _wait_gone(name: str, timeout: float = 5.0) -> bool:
     return True
 
 
-def _start_loader(variant: str, hz: int) -> _Registration:
+def _start_loader(variant: str, hz: int, dilation: int = 1) -> _Registration:
     name = kernel_name(variant)
     for attempt in range(5):
         fd = _use_lock(name)
         try:
-            return _start_loader_locked(variant, hz, fd)
+            return _start_loader_locked(variant, hz, dilation, fd)
         except _Raced:
             os.close(fd)
             time.sleep(0.2 * (attempt + 1))
@@ -110,18 +112,20 @@ class _Raced(Exception):
     """Another process registered or unregistered the name meanwhile: retry."""
 
 
-def _start_loader_locked(variant: str, hz: int, use_fd: int) -> _Registration:
+def _start_loader_locked(variant: str, hz: int, dilation: int, use_fd: int) -> _Registration:
     name = kernel_name(variant)
     out = build()
     obj = bpf_object(variant, out)
     handle_kw = dict(variant=variant, impl="port", kernel_name=name,
-                     object_sha256=sha256_file(obj), source_sha256=source_sha256(variant), hz=hz)
+                     object_sha256=sha256_file(obj), source_sha256=source_sha256(variant), hz=hz,
+                     dilation=dilation)
 
     if name in available_algorithms():
         # Someone else registered it. Share it only if it is a live tcpeval loader of
-        # the very same object and HZ; never touch it either way.
+        # the very same object, HZ and dilation; never touch it either way.
         st = _read_state(name)
         if (st and _pid_alive(st.get("pid", -1)) and st.get("hz") == hz
+                and st.get("dilation", 1) == dilation
                 and st.get("object_sha256") == handle_kw["object_sha256"]):
             # our shared lock keeps the owner from unregistering; it may have done
             # so just before we got the lock
@@ -133,13 +137,15 @@ def _start_loader_locked(variant: str, hz: int, use_fd: int) -> _Registration:
                 st is None and name not in available_algorithms()):
             raise _Raced()  # its loader just ended; the kernel is unregistering it
         detail = (f"by tcpeval loader pid {st.get('pid')} with hz={st.get('hz')}, "
+                  f"dilation={st.get('dilation', 1)}, "
                   f"object {str(st.get('object_sha256'))[:12]}" if st else "by another program")
         raise CCError(f"{name} is already registered {detail}; it differs from the request "
-                      f"(hz={hz}, object {handle_kw['object_sha256'][:12]}) and will not be touched")
+                      f"(hz={hz}, dilation={dilation}, object {handle_kw['object_sha256'][:12]}) "
+                      f"and will not be touched")
 
     # Own session: a terminal's SIGINT must not unregister behind our back; the
     # pipe on stdin ends the loader (and the registration) when we exit.
-    proc = subprocess.Popen([str(loader_path(out)), str(obj), str(hz)],
+    proc = subprocess.Popen([str(loader_path(out)), str(obj), str(hz), str(dilation)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
     sel = selectors.DefaultSelector()
@@ -162,7 +168,7 @@ def _start_loader_locked(variant: str, hz: int, use_fd: int) -> _Registration:
     try:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         _state_file(name).write_text(json.dumps(
-            {"pid": proc.pid, "hz": hz, "object_sha256": handle_kw["object_sha256"],
+            {"pid": proc.pid, "hz": hz, "dilation": dilation, "object_sha256": handle_kw["object_sha256"],
              "source_sha256": handle_kw["source_sha256"], "runner_pid": os.getpid(),
              "guard_map_id": guard_map_id}))
     except OSError:
@@ -230,10 +236,11 @@ def _sigterm_as_exit():
 
 
 @contextmanager
-def loaded(variant: str, impl: str = "port", hz: int = 250) -> Iterator[CCHandle]:
+def loaded(variant: str, impl: str = "port", hz: int = 250, dilation: int = 1) -> Iterator[CCHandle]:
     """Make `variant` available to sockets for the duration of the block.
 
-    impl="port": register <variant>316 (BPF struct_ops) with emulated HZ `hz`;
+    impl="port": register <variant>316 (BPF struct_ops) with emulated HZ `hz`, its clocks
+    slowed by the time-dilation factor `dilation` (cc/include/cc316.h);
     nested/repeated use in one process shares one registration (reference count);
     the registration ends when the last block exits, on exceptions, SIGINT and
     SIGTERM, and (via the loader's link fd) even if this process is killed.
@@ -247,20 +254,27 @@ def loaded(variant: str, impl: str = "port", hz: int = 250) -> Iterator[CCHandle
             raise CCError(f"native {variant!r} is not available on this host "
                           f"(tcp_available_congestion_control: {' '.join(avail)}); "
                           f"use impl='port' for {kernel_name(variant)}")
+        if dilation != 1:
+            raise CCError(f"native {variant!r} cannot be time-dilated (dilation={dilation}): "
+                          "the host kernel's own algorithm reads the kernel's clock; "
+                          f"use impl='port' for {kernel_name(variant)}")
         yield CCHandle(variant, "native", variant, None, None, None)
         return
     if not isinstance(hz, int) or isinstance(hz, bool) or not 1 <= hz <= 100000:
         raise CCError(f"hz must be an integer in [1, 100000], got {hz!r}")
+    if not isinstance(dilation, int) or isinstance(dilation, bool) or not 1 <= dilation <= 1000:
+        raise CCError(f"dilation must be an integer in [1, 1000], got {dilation!r}")
     check_host()
     name = kernel_name(variant)
     with _sigterm_as_exit():
         with _lock:
             reg = _active.get(name)
-            if reg is not None and reg.handle.hz != hz:
-                raise CCError(f"{name} is already loaded by this process with hz={reg.handle.hz}; "
-                              f"cannot load it with hz={hz} at the same time")
+            if reg is not None and (reg.handle.hz, reg.handle.dilation) != (hz, dilation):
+                raise CCError(f"{name} is already loaded by this process with hz={reg.handle.hz}, "
+                              f"dilation={reg.handle.dilation}; cannot load it with hz={hz}, "
+                              f"dilation={dilation} at the same time")
             if reg is None:
-                reg = _start_loader(variant, hz)
+                reg = _start_loader(variant, hz, dilation)
                 _active[name] = reg
             reg.count += 1
         try:

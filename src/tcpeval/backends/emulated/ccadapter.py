@@ -24,6 +24,7 @@ class NativeHandle:
     object_sha256: str | None = None
     source_sha256: str | None = None
     hz: int | None = None
+    dilation: int | None = None
 
 
 def available_native() -> list[str]:
@@ -40,15 +41,19 @@ def cc_module():
 
 
 @contextlib.contextmanager
-def loaded(variant: str, impl: str = "port", hz: int = 250):
-    """Yield a handle with .variant .impl .kernel_name .object_sha256 .source_sha256 .hz."""
+def loaded(variant: str, impl: str = "port", hz: int = 250, dilation: int = 1):
+    """Yield a handle with .variant .impl .kernel_name .object_sha256 .source_sha256 .hz
+    .dilation (the factor the port's clocks are slowed by)."""
     mod = cc_module() if impl == "port" else None
+    if mod is None and dilation != 1:
+        raise BackendError(f"flow variant {variant!r}: time dilation x{dilation} needs the 3.16 "
+                           f"port (tcpeval.cc); a native algorithm cannot be dilated")
     if mod is not None:
-        cm = mod.loaded(variant, impl=impl, hz=hz)
+        cm = mod.loaded(variant, impl=impl, hz=hz, dilation=dilation)
         try:
             handle = cm.__enter__()
         except Exception as err:  # tcpeval.cc.CCError and friends: name the flow
-            raise BackendError(f"flow variant {variant!r} (impl {impl}, hz {hz}): "
+            raise BackendError(f"flow variant {variant!r} (impl {impl}, hz {hz}, dilation {dilation}): "
                                f"congestion control could not be loaded: {err}") from None
         try:
             yield handle

@@ -22,9 +22,10 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tcpeval import dilation as dilation_mod
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated import calibrate as calib
 from tcpeval.backends import common, fidelity
@@ -193,6 +194,59 @@ class Plan:
     calibration: dict | None
     rate_source: str = "condition"
     notes: list = field(default_factory=list)
+    dilation: int = 1                # time-dilation factor: every field above is physical
+
+
+RTO_MIN_SYSCTL = "net.ipv4.tcp_rto_min_us"  # per namespace, Linux >= 6.11
+RTO_MIN_US = 200_000                        # TCP_RTO_MIN
+
+
+def _dilation_factor(condition, rate_bps: float, faithful_bps: float | None) -> int:
+    """The run's factor (tcpeval.dilation.choose); refuses to dilate a native algorithm."""
+    try:
+        k = dilation_mod.choose(condition.dilation, rate_bps, faithful_bps)
+    except dilation_mod.DilationError as err:
+        raise BackendError(f"condition.{err}") from None
+    if k > 1:
+        for i, flow in enumerate(condition.flows):
+            if flow.protocol == "tcp" and flow.impl == "native":
+                raise BackendError(
+                    f"condition.flows[{i}] ({flow.variant}, impl native): the run needs time "
+                    f"dilation x{k} ({rate_bps / 1e9:.3g} Gbps on a host that carries "
+                    f"{(faithful_bps or 0) / 1e9:.3g} Gbps faithfully), and the host kernel's own "
+                    f"algorithm cannot be slowed: it reads the kernel's clock. Use impl 'port' "
+                    f"(the 3.16 port, whose clocks are dilated) or a rate the host carries")
+    return k
+
+
+def _dilation_record(condition, plan: "Plan", endpoint_sysctls: dict) -> dict:
+    """mechanisms.dilation: the factor, what was scaled and what could not be."""
+    k = plan.dilation
+    rto = {role: v.get(RTO_MIN_SYSCTL) for role, v in endpoint_sysctls.items()}
+    scaled = {"physical_rate_bps": plan.rate_bps, "physical_rtt_ms": plan.rtt_ms,
+              "physical_duration_s": plan.duration_s, "physical_interval_s": plan.interval_s,
+              "port_clocks": f"cc_dilation = {k}: emulated jiffies, the HyStart ms clock and the "
+                             f"RTT samples the ports read are physical time / {k}"}
+    not_scaled = {
+        "buffer_bytes": "kept in bytes (the virtual BDP in bytes equals the physical one)",
+        "drop_probability": "kept (per packet)",
+        "delayed_ack_timer": "the receivers' delayed-ACK timeout (40-200 ms) is the kernel's; "
+                             "it only fires for a lone unacknowledged segment, which bulk "
+                             "transfer with ACKs every second segment rarely leaves",
+        "initial_rto": "1 s before the first RTT sample (connection set-up only)",
+        "tso_autosizing": "TSO frames are sized to ~1 ms of the physical rate (the bottleneck "
+                          "splits them into wire packets)",
+        "rtt_based_timers": "RTO, TLP and RACK follow the measured (physical) RTT, i.e. they "
+                            "scale by themselves"}
+    if k > 1:
+        if rto and all(str(v) == str(RTO_MIN_US * k) for v in rto.values()):
+            scaled["rto_min"] = f"{RTO_MIN_SYSCTL} = {RTO_MIN_US * k} on every endpoint"
+        else:
+            not_scaled["rto_min"] = (f"{RTO_MIN_SYSCTL} not available on this kernel "
+                                     f"(endpoints: {rto}); the minimum RTO stayed 200 ms physical")
+    return {"factor": k, "setting": condition.dilation,
+            "units": "physical: measurements in this trace; the condition is virtual",
+            "scaled": scaled if k > 1 else {}, "not_scaled": not_scaled if k > 1 else {}}
 
 
 def check_condition(condition) -> None:
@@ -347,8 +401,12 @@ class EmulatedBackend:
     def _calibrate_locked(self, art: Artifacts, log, duration_s: float = 4.0) -> dict:
         return calib.calibrate(self._executor(art), art.hashes, duration_s=duration_s, log=log)
 
-    def _stack(self, condition) -> dict:
-        return {**common.PAPER_SYSCTLS, **common.STACK_316, **(condition.stack or {})}
+    def _stack(self, condition, dilation: int = 1) -> dict:
+        scaled = {}
+        if dilation > 1:
+            # the kernel's minimum RTO is a constant the ports do not own: k x 200 ms
+            scaled[RTO_MIN_SYSCTL] = str(RTO_MIN_US * dilation)
+        return {**common.PAPER_SYSCTLS, **common.STACK_316, **scaled, **(condition.stack or {})}
 
     def _plan(self, condition, art: Artifacts, log) -> Plan:
         cal = calib.load(art.hashes)
@@ -366,11 +424,20 @@ class EmulatedBackend:
             buffer = max(MIN_BUFFER_BYTES, int(rate * rtt_s / 8))  # one BDP
         else:
             buffer = int(condition.buffer_bytes)
-        return Plan(rate_bps=rate, buffer_bytes=buffer, rtt_ms=condition.rtt_ms, drop=condition.drop,
-                    seed=condition.seed, background_loss=condition.background_loss,
-                    duration_s=condition.duration_s, interval_s=condition.interval_s,
-                    flows=list(condition.flows), stack=self._stack(condition), hz=condition.hz,
-                    host_capacity_bps=capacity, calibration=cal, rate_source=source)
+        k = _dilation_factor(condition, rate, capacity)
+        if k > 1:
+            log(f"time dilation x{k}: {rate / 1e9:.3g} Gbps at {condition.rtt_ms} ms runs as "
+                f"{rate / k / 1e9:.3g} Gbps at {condition.rtt_ms * k:g} ms for "
+                f"{condition.duration_s * k:g} s (this host carries {capacity / 1e9:.3g} Gbps faithfully)")
+        # the virtual path as a physical one (tcpeval.dilation): rate / k, times x k; the
+        # buffer in bytes, the drop probability and the seed stay
+        flows = [replace(f, start_s=f.start_s * k, rate_bps=f.rate_bps / k if f.rate_bps else f.rate_bps)
+                 for f in condition.flows]
+        return Plan(rate_bps=rate / k, buffer_bytes=buffer, rtt_ms=condition.rtt_ms * k,
+                    drop=condition.drop, seed=condition.seed, background_loss=condition.background_loss,
+                    duration_s=condition.duration_s * k, interval_s=condition.interval_s * k,
+                    flows=flows, stack=self._stack(condition, k), hz=condition.hz,
+                    host_capacity_bps=capacity, calibration=cal, rate_source=source, dilation=k)
 
     def _execute(self, condition, run_dir: Path, plan: Plan, art: Artifacts, log) -> dict:
         started_at = common.now_iso()
@@ -485,7 +552,8 @@ class EmulatedBackend:
                 handles = []
                 for flow in plan.flows:
                     if flow.protocol == "tcp":
-                        handles.append(stack.enter_context(ccadapter.loaded(flow.variant, flow.impl, plan.hz)))
+                        handles.append(stack.enter_context(ccadapter.loaded(
+                            flow.variant, flow.impl, plan.hz, dilation=plan.dilation)))
                     else:
                         handles.append(None)
                 for i, (flow, handle) in enumerate(zip(plan.flows, handles)):
@@ -619,7 +687,9 @@ class EmulatedBackend:
                        "kernel_name": fp.kernel_name,
                        "object_sha256": getattr(handle, "object_sha256", None),
                        "source_sha256": getattr(handle, "source_sha256", None),
-                       "hz": getattr(handle, "hz", None), "receiver": res["receiver_cc"],
+                       "hz": getattr(handle, "hz", None),
+                       "dilation": getattr(handle, "dilation", None) if handle else None,
+                       "receiver": res["receiver_cc"],
                        "ss": fp.ss_algorithms},
                 "samples": res["samples"], "summary": res["summary"],
                 "raw_files": [fp.out_path.name, fp.err_path.name, fp.err_path.with_suffix(".server.log").name],
@@ -661,6 +731,7 @@ class EmulatedBackend:
                              "why": "keeps the kernel from merging backlogged segments and ACKs "
                                     "(tcp_add_backlog, Linux >= 5.0); 3.16 processed each one"},
             "placement": place,
+            "dilation": _dilation_record(condition, plan, endpoint_sysctls),
             "keep_awake": keep_awake.describe(),
             "receive_window": {k: v for k, v in rwin.items() if k != "sysctls"},
             "traffic": {"tool": "iperf3", "affinity": "-A: placement.sender_apps / receiver_apps"},

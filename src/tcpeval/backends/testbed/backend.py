@@ -275,7 +275,10 @@ class TestbedBackend:
             },
             "mechanisms": {"drop": "netfpga-registers", "delay": "physical path", "rate": "nic",
                            "drop_detail": {"threshold": threshold, "seed": condition.seed,
-                                           "register_tool": desc["dropper"]["write"]}},
+                                           "register_tool": desc["dropper"]["write"]},
+                           # real links run in real time: the setting is ignored
+                           "dilation": {"factor": 1, "setting": condition.dilation,
+                                        "units": "physical (testbed: no dilation)"}},
             "flows": flows,
             "measured": {"base_rtt_ms": probe["min_ms"], "rtt_ms": probe["median_ms"], "rtt_probe": probe,
                          "drop": {"seen": seen, "dropped": dropped, "rate": dropped / seen if seen else None,

@@ -1,0 +1,108 @@
+"""Time-dilated emulation: the factor of a run, and its trace in virtual units.
+
+A virtual path of rate R, RTT T, duration D and start offsets s runs as a physical path
+of rate R/k, RTT k*T, duration k*D and offsets k*s, with the same buffer in bytes and the
+same drop probability, while every clock the congestion control reads runs k times
+slower (cc/include/cc316.h, cc_dilation). Packets, windows in segments, the queue in
+packets and the loss sequence are then those of the virtual path; only the wall clock
+runs k times slower (after Gupta et al., "To Infinity and Beyond: Time-Warped Network
+Emulation", NSDI 2006).
+
+The trace stores what was measured, in physical units, with the factor under
+``mechanisms.dilation``; ``to_virtual`` turns a record into the virtual path's units,
+and the analysis reads nothing else.
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+MAX_FACTOR = 64
+AUTO = "auto"
+
+
+class DilationError(ValueError):
+    """A dilation setting or a run that cannot be dilated, named in the message."""
+
+
+def parse(value) -> str | int:
+    """'auto' or an integer factor in [1, MAX_FACTOR] (from a design, a condition or the CLI)."""
+    if value is None or value == AUTO:
+        return AUTO
+    if isinstance(value, bool):
+        raise DilationError(f"dilation: {value!r} is neither 'auto' nor an integer factor")
+    try:
+        k = int(value)
+    except (TypeError, ValueError):
+        raise DilationError(f"dilation: {value!r} is neither 'auto' nor an integer factor") from None
+    if k != value and str(k) != str(value).strip():
+        raise DilationError(f"dilation: {value!r} is not an integer factor")
+    if not 1 <= k <= MAX_FACTOR:
+        raise DilationError(f"dilation: {k} is out of range; must be in [1, {MAX_FACTOR}]")
+    return k
+
+
+def choose(setting, rate_bps: float | None, faithful_bps: float | None) -> int:
+    """The factor of a run: a forced one as given; 'auto' the smallest integer k with
+    rate / k within what the host carries faithfully (1 without a rate or a ceiling)."""
+    setting = parse(setting)
+    if setting != AUTO:
+        return setting
+    if not rate_bps or not faithful_bps or rate_bps <= faithful_bps:
+        return 1
+    k = math.ceil(rate_bps / faithful_bps - 1e-9)
+    if k > MAX_FACTOR:
+        raise DilationError(
+            f"dilation: {rate_bps / 1e9:.3g} Gbps needs a factor of {k} on this host (it carries "
+            f"{faithful_bps / 1e9:.3g} Gbps faithfully), above the maximum {MAX_FACTOR}")
+    return k
+
+
+def factor(record: dict) -> int:
+    """The factor a trace was run with (1 for traces without dilation)."""
+    d = (record.get("mechanisms") or {}).get("dilation") or {}
+    return int(d.get("factor") or 1)
+
+
+# Sample columns and summary fields by how they scale from physical to virtual.
+_TIME_COLUMNS = ("t_s",)
+_RATE_COLUMNS = ("throughput_bps", "sent_bps")
+_RTT_US_COLUMNS = ("rtt_us",)
+
+
+def to_virtual(record: dict) -> dict:
+    """A copy of the record in the virtual path's units (itself when k = 1): times and
+    RTTs divided by k, rates multiplied by k; bytes, windows, packets and counts unchanged.
+    The condition is already virtual; ``mechanisms.dilation.units`` says 'virtual' after."""
+    k = factor(record)
+    if k == 1:
+        return record
+    out = copy.deepcopy(record)
+    for flow in out.get("flows", []):
+        flow["start_s"] = flow["start_s"] / k
+        s = flow.get("samples") or {}
+        for name in _TIME_COLUMNS + _RTT_US_COLUMNS:
+            if isinstance(s.get(name), list):
+                s[name] = [None if v is None else v / k for v in s[name]]
+        for name in _RATE_COLUMNS:
+            if isinstance(s.get(name), list):
+                s[name] = [None if v is None else v * k for v in s[name]]
+        summ = flow.get("summary") or {}
+        for name, value in list(summ.items()):
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            if name.endswith("_bps"):
+                summ[name] = value * k
+            elif name.endswith("_s"):
+                summ[name] = value / k
+            elif name.endswith("_ms") or name.endswith("_us"):
+                summ[name] = value / k
+    meas = out.get("measured") or {}
+    for name in ("rtt_ms", "base_rtt_ms"):
+        if isinstance(meas.get(name), (int, float)):
+            meas[name] = meas[name] / k
+    for name in ("bottleneck_rate_bps", "steady_throughput_bps", "configured_rate_bps"):
+        if isinstance(meas.get(name), (int, float)):
+            meas[name] = meas[name] * k
+    out["mechanisms"]["dilation"]["units"] = "virtual"
+    return out

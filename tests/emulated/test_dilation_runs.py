@@ -1,0 +1,59 @@
+"""Time-dilated runs on the real emulator (root only): a virtual path run k times slower
+records its factor and what was scaled, reads back in virtual units, and a native
+algorithm is refused when a run needs dilation."""
+from __future__ import annotations
+
+import pytest
+
+from tcpeval import dilation, trace
+from tcpeval.backends.base import BackendError
+from tcpeval.spec import adhoc_condition
+
+from emulated_helpers import leftovers_of, run_id_of
+
+pytestmark = pytest.mark.root
+
+
+def test_a_forced_factor_runs_the_physical_path_and_reads_back_virtual(backend, rate, tmp_path):
+    k = 2
+    cond = adhoc_condition(["reno"], 6.2, 1e-4, 6.0, rate_bps=rate, seed=3, dilation=k)
+    backend.run(cond, tmp_path)
+    rec = trace.read_trace(tmp_path)
+    mech = rec["mechanisms"]["dilation"]
+    assert mech["factor"] == k and mech["setting"] == k
+    # the physical path: rate / k, RTT, duration and sampling interval x k
+    assert mech["scaled"]["physical_rate_bps"] == pytest.approx(rate / k)
+    assert mech["scaled"]["physical_rtt_ms"] == pytest.approx(6.2 * k)
+    assert mech["scaled"]["physical_duration_s"] == pytest.approx(6.0 * k)
+    assert rec["mechanisms"]["rate_detail"]["rate_bps"] == pytest.approx(rate / k)
+    assert rec["measured"]["rtt_ms"] == pytest.approx(6.2 * k, abs=0.2 * k)
+    # the kernel's minimum RTO and the port's clocks follow the factor
+    assert "rto_min" in mech["scaled"], mech
+    sysctls = rec["environment"]["sysctls"]["endpoints"]
+    assert sysctls["s1"]["net.ipv4.tcp_rto_min_us"] == 200_000 * k
+    assert rec["flows"][0]["cc"]["dilation"] == k and rec["flows"][0]["cc"]["verified"] == "reno316"
+    assert "delayed_ack_timer" in mech["not_scaled"]
+    # read back in the virtual path's units: the condition's RTT, rate and duration
+    virtual = dilation.to_virtual(rec)
+    assert virtual["measured"]["rtt_ms"] == pytest.approx(6.2, abs=0.2)
+    f = virtual["flows"][0]
+    assert f["samples"]["t_s"][-1] == pytest.approx(6.0, abs=0.3)
+    assert f["summary"]["mean_throughput_bps"] <= 1.05 * rate
+    assert f["summary"]["mean_throughput_bps"] == pytest.approx(
+        rec["flows"][0]["summary"]["mean_throughput_bps"] * k)
+    assert not leftovers_of(run_id_of(tmp_path))["namespaces"]
+
+
+def test_a_native_algorithm_that_would_need_dilation_is_refused(backend, rate, tmp_path):
+    cond = adhoc_condition(["cubic"], 6.2, 0.0, 2.0, impl="native", rate_bps=rate, dilation=2)
+    with pytest.raises(BackendError, match=r"flows\[0\] \(cubic, impl native\).*cannot be slowed"):
+        backend.run(cond, tmp_path)
+    assert not (tmp_path / "trace.json").exists()
+
+
+def test_auto_needs_no_dilation_within_the_faithful_rate(backend, rate, tmp_path):
+    cond = adhoc_condition(["reno"], 6.2, 0.0, 2.0, impl="native", rate_bps=rate, dilation="auto")
+    backend.run(cond, tmp_path)
+    rec = trace.read_trace(tmp_path)
+    assert rec["mechanisms"]["dilation"]["factor"] == 1
+    assert rec["mechanisms"]["dilation"]["scaled"] == {}

@@ -1,0 +1,80 @@
+"""Time dilation: the factor a run gets, and a dilated trace read in virtual units."""
+import copy
+
+import pytest
+
+from tcpeval import dilation
+
+
+@pytest.mark.parametrize("value, want", [("auto", "auto"), (None, "auto"), (1, 1), ("4", 4), (64, 64)])
+def test_parse_accepts_auto_and_integer_factors(value, want):
+    assert dilation.parse(value) == want
+
+
+@pytest.mark.parametrize("value", [0, 65, "x", 2.5, "2.5", True, -3])
+def test_parse_names_the_setting_it_refuses(value):
+    with pytest.raises(dilation.DilationError, match="dilation"):
+        dilation.parse(value)
+
+
+def test_auto_picks_the_smallest_factor_that_fits_the_faithful_rate():
+    assert dilation.choose("auto", 9.5e9, 0.3e9) == 32      # 9.5 / 32 = 0.297 <= 0.3
+    assert dilation.choose("auto", 9.5e9, 2.9e9) == 4
+    assert dilation.choose("auto", 1e9, 1e9) == 1            # exactly at the ceiling
+    assert dilation.choose("auto", None, 0.3e9) == 1         # calibrated default rate
+    assert dilation.choose("auto", 1e9, None) == 1
+
+
+def test_a_forced_factor_is_kept_and_one_forbids_dilation():
+    assert dilation.choose(4, 1e9, 10e9) == 4
+    assert dilation.choose(1, 9.5e9, 0.3e9) == 1
+
+
+def test_a_rate_beyond_the_largest_factor_is_refused_with_the_numbers():
+    with pytest.raises(dilation.DilationError, match="needs a factor of 100"):
+        dilation.choose("auto", 10e9, 0.1e9)
+
+
+def _record(k):
+    """A physical trace of a virtual 1 Gbps, 10 ms, 2 s path run k times slower."""
+    return {
+        "condition": {"rtt_ms": 10.0, "duration_s": 2.0, "rate_bps": 1e9, "dilation": "auto"},
+        "mechanisms": {"drop": "bpf-tc", "delay": "delayline", "rate": "tbf",
+                       "dilation": {"factor": k, "setting": "auto"}},
+        "flows": [{"id": 0, "start_s": 0.5 * k,
+                   "samples": {"t_s": [0.1 * k, 0.2 * k], "bytes": [12.5e6, 12.5e6],
+                               "throughput_bps": [1e9 / k, 1e9 / k], "cwnd_bytes": [1e6, 1.1e6],
+                               "rtt_us": [10_000.0 * k, None], "retransmits": [0, 1]},
+                   "summary": {"bytes": 25e6, "mean_throughput_bps": 1e9 / k, "min_rtt_us": 10_000 * k,
+                               "max_cwnd_bytes": 1.1e6, "throughput_side": "receiver",
+                               "retransmits": 1}}],
+        "measured": {"rtt_ms": 10.0 * k, "base_rtt_ms": 0.1 * k, "bottleneck_rate_bps": 1e9 / k,
+                     "drop": {"seen": 100, "dropped": 1}},
+    }
+
+
+@pytest.mark.parametrize("k", [2, 32])
+def test_to_virtual_gives_the_virtual_paths_trace(k):
+    virtual, reference = dilation.to_virtual(_record(k)), _record(1)
+    f, r = virtual["flows"][0], reference["flows"][0]
+    assert f["start_s"] == pytest.approx(r["start_s"])
+    for name in ("t_s", "bytes", "throughput_bps", "cwnd_bytes", "retransmits"):
+        assert f["samples"][name] == pytest.approx(r["samples"][name]), name
+    assert f["samples"]["rtt_us"][0] == pytest.approx(10_000) and f["samples"]["rtt_us"][1] is None
+    for name in ("mean_throughput_bps", "min_rtt_us", "max_cwnd_bytes", "bytes", "retransmits"):
+        assert f["summary"][name] == pytest.approx(r["summary"][name]), name
+    assert f["summary"]["throughput_side"] == "receiver"
+    for name in ("rtt_ms", "base_rtt_ms", "bottleneck_rate_bps"):
+        assert virtual["measured"][name] == pytest.approx(reference["measured"][name]), name
+    assert virtual["measured"]["drop"] == reference["measured"]["drop"]
+    assert virtual["condition"] == reference["condition"]
+    assert virtual["mechanisms"]["dilation"]["units"] == "virtual"
+
+
+def test_to_virtual_leaves_the_physical_trace_alone():
+    rec = _record(4)
+    before = copy.deepcopy(rec)
+    dilation.to_virtual(rec)
+    assert rec == before
+    assert dilation.to_virtual(_record(1)) == _record(1)
+    assert dilation.factor({"mechanisms": {}}) == 1
