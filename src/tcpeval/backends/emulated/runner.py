@@ -197,6 +197,9 @@ class Plan:
     dilation: int = 1                # time-dilation factor: every field above is physical
 
 
+SS_FIRST_LOOK_S = 0.5  # ss -ti after a flow's start: this long plus SS_SETUP_RTTS RTTs
+SS_SETUP_RTTS = 6
+SS_TRIES = 10
 RTO_MIN_SYSCTL = "net.ipv4.tcp_rto_min_us"  # per namespace, Linux >= 6.11
 RTO_MIN_US = 200_000                        # TCP_RTO_MIN
 
@@ -792,11 +795,17 @@ class EmulatedBackend:
                 log(f"flow {f.index} started ({f.kernel_name or 'udp'}) at {now - t0:.2f} s")
             for f in flows:
                 # read the algorithm back from the live socket (ss -ti); retried while the
-                # connection is not yet (or no longer) listed, judged once it is
-                if (f.protocol == "tcp" and not f.ss_algorithms and f.ss_tries < 10 and f.started_at
-                        and now - f.started_at > min(0.5 + 0.3 * f.ss_tries, f.duration_s / 2)):
+                # connection is not yet (or no longer) listed, judged once it is. iperf3 opens
+                # the data socket a few round trips after the control one: on a long (or
+                # time-dilated) path the first look may find the control socket alone.
+                setup_s = SS_FIRST_LOOK_S + SS_SETUP_RTTS * plan.rtt_ms / 1000
+                if (f.protocol == "tcp" and not f.ss_algorithms and f.ss_tries < SS_TRIES and f.started_at
+                        and now - f.started_at > min(setup_s + 0.3 * f.ss_tries, f.duration_s / 2)):
                     f.ss_tries += 1
                     algs = [a for a in ccadapter.socket_algorithms(topo.ns(f"s{f.pair}"), traffic.PORT) if a]
+                    if (not f.default_cc_set and f.kernel_name not in algs and len(algs) < 2
+                            and f.ss_tries < SS_TRIES):
+                        continue  # the control socket (namespace default) alone: look again
                     f.ss_algorithms = algs
                     wrong = [a for a in algs if a != f.kernel_name]
                     if not f.default_cc_set and f.kernel_name in algs:
