@@ -82,9 +82,13 @@ def main(argv=None) -> int:
     print(f"\n{'variant':9s} {'RTT':>5s} {'drop':>6s} {'k':>3s} {'mean k=1':>9s} {'mean k':>9s} "
           f"{'diff':>6s} {'KS p':>6s} {'losses':>13s}  agree")
     for r in results:
+        if not r["judged"]:
+            print(f"{r['variant']:9s} {r['rtt_ms']:5g} {r['drop']:6g} {r['factor']:3d}  not judged: {r['why']} "
+                  f"(verdicts {', '.join(r['verdicts'])})")
+            continue
         print(f"{r['variant']:9s} {r['rtt_ms']:5g} {r['drop']:6g} {r['factor']:3d} "
               f"{r['mean_bps'][0] / 1e9:9.3f} {r['mean_bps'][1] / 1e9:9.3f} {100 * r['mean_rel_diff']:+5.1f}% "
-              f"{r['ks_p']:6.3f} {r['loss_events'][0]:6d}/{r['loss_events'][1]:<6d}  "
+              f"{r['ks_p']:6.3f} {r['loss_events'][0]:6d}/{r['loss_events'][1]:<6d}  ok runs {r['ok_runs'][0]}/{r['ok_runs'][1]}  "
               f"{'yes' if r['agree'] else 'NO: ' + ', '.join(c for c, ok in r['checks'].items() if not ok)}")
     _figure(results, out)
     bad = [r for r in results if not r["agree"]]
@@ -102,6 +106,7 @@ def _figure(results, out: Path) -> None:
         rs = [r for r in results if r["factor"] == k]
         ax.scatter([r["mean_bps"][0] / 1e9 for r in rs], [r["mean_bps"][1] / 1e9 for r in rs],
                    label=f"k = {k}", s=14)
+    results = [r for r in results if r["judged"]]
     top = max([max(r["mean_bps"]) for r in results] + [1e-3]) / 1e9 * 1.1
     ax.plot([0, top], [0, top], color="black", lw=0.8)
     ax.fill_between([0, top], [0, 0.95 * top], [0, 1.05 * top], color="grey", alpha=0.2, lw=0,

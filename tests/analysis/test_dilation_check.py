@@ -55,3 +55,15 @@ def test_a_dilated_path_that_runs_faster_or_loses_more_is_told_apart():
     lossier = [_run(2, _rates(s + 10), 1400) for s in (1, 2)]
     got = dc.compare(ref, lossier)
     assert got["checks"]["mean"] and not got["checks"]["loss_events"] and not got["agree"]
+
+
+def test_flagged_runs_do_not_count_and_a_side_without_ok_runs_is_not_judged():
+    ref = [_run(1, _rates(1), 1000), _run(1, _rates(2, mean=0.5e9), 1000)]
+    ref[1]["fidelity"]["verdict"] = "flagged"       # a stretched ACK clock, say
+    dil = [_run(2, _rates(11), 1005)]
+    got = dc.compare(ref, dil)
+    assert got["ok_runs"] == [1, 1] and got["runs"] == [2, 1] and got["agree"], got
+    for r in ref:
+        r["fidelity"]["verdict"] = "flagged"
+    got = dc.compare(ref, dil)
+    assert not got["judged"] and not got["agree"] and "k = 1" in got["why"]

@@ -7,7 +7,9 @@ For one condition (variant, RTT, drop, rate) and one factor k, against k = 1:
   intervals of all repetitions does not reject equality at KS_ALPHA;
 - loss events: the dropped-packet counts (summed over repetitions) agree within
   Poisson noise (LOSS_SIGMAS standard deviations) or LOSS_TOLERANCE, whichever is wider.
-Every record is read in virtual units first (tcpeval.dilation.to_virtual).
+Every record is read in virtual units first (tcpeval.dilation.to_virtual). Only runs
+with fidelity verdict ok count: a flagged run (a stretched ACK clock, a stalled delay
+line) measures the host, not the method; a side left without ok runs is not judged.
 """
 from __future__ import annotations
 
@@ -63,6 +65,19 @@ def compare(reference: list[dict], dilated: list[dict]) -> dict:
     if not reference or not dilated:
         raise ValueError("compare: both sides need at least one run")
     k = dilation.factor(dilated[0])
+    verdicts = [r["fidelity"]["verdict"] for r in reference + dilated]
+    ok_ref = [r for r in reference if r["fidelity"]["verdict"] == "ok"]
+    ok_dil = [r for r in dilated if r["fidelity"]["verdict"] == "ok"]
+    if not ok_ref or not ok_dil:
+        side = f"k = {dilation.factor(reference[0])}" if not ok_ref else f"k = {k}"
+        return {"factor": k, "runs": [len(reference), len(dilated)], "ok_runs": [len(ok_ref), len(ok_dil)],
+                "verdicts": verdicts, "judged": False,
+                "why": f"every {side} run was flagged (the host, not the method)",
+                "mean_bps": [math.nan, math.nan], "mean_rel_diff": math.nan, "ks_d": math.nan,
+                "ks_p": math.nan, "ks_alpha": KS_ALPHA, "loss_events": [0, 0], "loss_band": math.nan,
+                "checks": {}, "agree": False}
+    dilated_all = dilated
+    reference, dilated = ok_ref, ok_dil
     m1 = float(np.mean([_mean(r) for r in reference]))
     mk = float(np.mean([_mean(r) for r in dilated]))
     rel = (mk - m1) / m1 if m1 else math.nan
@@ -74,9 +89,9 @@ def compare(reference: list[dict], dilated: list[dict]) -> dict:
     checks = {"mean": abs(rel) <= MEAN_TOLERANCE if rel == rel else False,
               "distribution": bool(p >= KS_ALPHA) if p == p else False,
               "loss_events": abs(lk - l1) <= loss_band}
-    return {"factor": k, "runs": [len(reference), len(dilated)],
+    return {"factor": k, "runs": [len(verdicts) - len(dilated_all), len(dilated_all)],
             "mean_bps": [m1, mk], "mean_rel_diff": rel,
             "ks_d": d, "ks_p": p, "ks_alpha": KS_ALPHA,
             "loss_events": [l1, lk], "loss_band": loss_band,
-            "verdicts": [r["fidelity"]["verdict"] for r in reference + dilated],
+            "ok_runs": [len(reference), len(dilated)], "verdicts": verdicts, "judged": True,
             "checks": checks, "agree": all(checks.values())}
