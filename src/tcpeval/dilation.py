@@ -93,9 +93,7 @@ def to_virtual(record: dict) -> dict:
                 continue
             if name.endswith("_bps"):
                 summ[name] = value * k
-            elif name.endswith("_s"):
-                summ[name] = value / k
-            elif name.endswith("_ms") or name.endswith("_us"):
+            elif name.endswith(("_s", "_ms", "_us")):
                 summ[name] = value / k
     meas = out.get("measured") or {}
     for name in ("rtt_ms", "base_rtt_ms"):
