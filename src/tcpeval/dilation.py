@@ -58,6 +58,22 @@ def choose(setting, rate_bps: float | None, faithful_bps: float | None) -> int:
     return k
 
 
+def factor_for(condition, rate_bps: float | None, faithful_bps: float | None) -> int:
+    """The factor a condition runs with (``choose``); a flow of the host kernel's own
+    algorithm cannot be slowed, so a condition that needs k > 1 with one is refused."""
+    k = choose(condition.dilation, rate_bps, faithful_bps)
+    if k > 1:
+        for i, flow in enumerate(condition.flows):
+            if flow.protocol == "tcp" and flow.impl == "native":
+                raise DilationError(
+                    f"flows[{i}] ({flow.variant}, impl native): the run needs time dilation x{k} "
+                    f"({rate_bps / 1e9:.3g} Gbps on a host that carries "
+                    f"{(faithful_bps or 0) / 1e9:.3g} Gbps faithfully), and the host kernel's own "
+                    f"algorithm cannot be slowed: it reads the kernel's clock. Use impl 'port' "
+                    f"(the 3.16 port, whose clocks are dilated) or a rate the host carries")
+    return k
+
+
 def factor(record: dict) -> int:
     """The factor a trace was run with (1 for traces without dilation)."""
     d = (record.get("mechanisms") or {}).get("dilation") or {}

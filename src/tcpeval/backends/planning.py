@@ -51,9 +51,7 @@ def plan_run(cond, ceil: Ceiling) -> RunPlan:
     """The factor a run gets (as the emulated backend chooses it) and what it costs."""
     rate = cond.rate_bps if cond.rate_bps is not None else ceil.default_rate_bps
     try:
-        k = dilation.choose(cond.dilation, rate, ceil.rate_bps) if ceil.rate_bps else 1
-    except dilation.DilationError as err:
+        k = dilation.factor_for(cond, rate, ceil.rate_bps) if ceil.rate_bps else 1
+    except dilation.DilationError as err:  # as the emulated backend would refuse it
         return RunPlan(None, cond.duration_s, 0.0, str(err))
-    if k > 1 and any(f.protocol == "tcp" and f.impl == "native" for f in cond.flows):
-        return RunPlan(None, cond.duration_s, 0.0, f"needs dilation x{k}: a native algorithm cannot be dilated")
     return RunPlan(k, cond.duration_s, cond.duration_s * k + RUN_OVERHEAD_S)

@@ -204,24 +204,6 @@ RTO_MIN_SYSCTL = "net.ipv4.tcp_rto_min_us"  # per namespace, Linux >= 6.11
 RTO_MIN_US = 200_000                        # TCP_RTO_MIN
 
 
-def _dilation_factor(condition, rate_bps: float, faithful_bps: float | None) -> int:
-    """The run's factor (tcpeval.dilation.choose); refuses to dilate a native algorithm."""
-    try:
-        k = dilation_mod.choose(condition.dilation, rate_bps, faithful_bps)
-    except dilation_mod.DilationError as err:
-        raise BackendError(f"condition.{err}") from None
-    if k > 1:
-        for i, flow in enumerate(condition.flows):
-            if flow.protocol == "tcp" and flow.impl == "native":
-                raise BackendError(
-                    f"condition.flows[{i}] ({flow.variant}, impl native): the run needs time "
-                    f"dilation x{k} ({rate_bps / 1e9:.3g} Gbps on a host that carries "
-                    f"{(faithful_bps or 0) / 1e9:.3g} Gbps faithfully), and the host kernel's own "
-                    f"algorithm cannot be slowed: it reads the kernel's clock. Use impl 'port' "
-                    f"(the 3.16 port, whose clocks are dilated) or a rate the host carries")
-    return k
-
-
 def _dilation_record(condition, plan: "Plan", endpoint_sysctls: dict) -> dict:
     """mechanisms.dilation: the factor, what was scaled and what could not be."""
     k = plan.dilation
@@ -427,7 +409,10 @@ class EmulatedBackend:
             buffer = max(MIN_BUFFER_BYTES, int(rate * rtt_s / 8))  # one BDP
         else:
             buffer = int(condition.buffer_bytes)
-        k = _dilation_factor(condition, rate, capacity)
+        try:
+            k = dilation_mod.factor_for(condition, rate, capacity)
+        except dilation_mod.DilationError as err:
+            raise BackendError(f"condition.{err}") from None
         if k > 1:
             log(f"time dilation x{k}: {rate / 1e9:.3g} Gbps at {condition.rtt_ms} ms runs as "
                 f"{rate / k / 1e9:.3g} Gbps at {condition.rtt_ms * k:g} ms for "
