@@ -769,6 +769,9 @@ class EmulatedBackend:
         pending = sorted(flows, key=lambda f: f.start_s)
         deadline = t0 + plan.duration_s + 20.0
         next_note = t0 + 5.0
+        # iperf3 opens the data socket a few round trips after the control one: on a long
+        # (or time-dilated) path the first look may find the control socket alone
+        ss_first_look_s = SS_FIRST_LOOK_S + SS_SETUP_RTTS * plan.rtt_ms / 1000
         while True:
             now = time.monotonic()
             if midway and now >= t0 + plan.duration_s / 2:
@@ -780,12 +783,9 @@ class EmulatedBackend:
                 log(f"flow {f.index} started ({f.kernel_name or 'udp'}) at {now - t0:.2f} s")
             for f in flows:
                 # read the algorithm back from the live socket (ss -ti); retried while the
-                # connection is not yet (or no longer) listed, judged once it is. iperf3 opens
-                # the data socket a few round trips after the control one: on a long (or
-                # time-dilated) path the first look may find the control socket alone.
-                setup_s = SS_FIRST_LOOK_S + SS_SETUP_RTTS * plan.rtt_ms / 1000
+                # connection is not yet (or no longer) listed, judged once it is
                 if (f.protocol == "tcp" and not f.ss_algorithms and f.ss_tries < SS_TRIES and f.started_at
-                        and now - f.started_at > min(setup_s + 0.3 * f.ss_tries, f.duration_s / 2)):
+                        and now - f.started_at > min(ss_first_look_s + 0.3 * f.ss_tries, f.duration_s / 2)):
                     f.ss_tries += 1
                     algs = [a for a in ccadapter.socket_algorithms(topo.ns(f"s{f.pair}"), traffic.PORT) if a]
                     if (not f.default_cc_set and f.kernel_name not in algs and len(algs) < 2
