@@ -112,3 +112,54 @@ def test_verdict_names_each_new_reason():
     assert v["verdict"] == "flagged"
     assert kinds == ["delay line", "window", "ACK clock", "receiver rate", "cc"], v["reasons"]
     assert v["tolerances"]["ack_clock"]["segments_per_ack"] == [1.9, 2.5]
+
+
+def _late_line(late_ge_ms: dict) -> dict:
+    return {"forwarded": 100_000, "quantum_ns": 50_000, "error_histogram": {}, "ring_drops": 0,
+            "late_ge_ms": late_ge_ms, "max_late_ns": 30e6}
+
+
+def _verdict_at(k: int, delay_stats: dict, rtt_ms: float | None = None) -> dict:
+    return fidelity.verdict(p=0, seen=10**6, dropped=0, rtt_setting_ms=6.2 * k, base_rtt_ms=0.1,
+                            rtt_ms=rtt_ms or 6.2 * k, rate_bps=1e9 / k, host_capacity_bps=1e9,
+                            achieved_bps=0.95e9 / k, cpu_busy=0.5, delay_stats=delay_stats,
+                            dilation=k)
+
+
+def test_a_dilated_run_judges_lateness_in_virtual_time():
+    # 5 % of the frames 1-24 ms late (physical): at k = 48 that is under 0.5 ms virtual
+    stats = _late_line({"24": 0, "48": 0, "96": 0, "240": 0, "0.5": 5000, "1": 5000, "2": 5000})
+    assert _verdict_at(48, stats)["verdict"] == "ok"
+    assert _verdict_at(1, _late_line({"0.5": 5000, "1": 5000, "2": 5000, "5": 0}))["verdict"] == "flagged"
+    # the same frames 24 ms late are 0.5 ms late on the virtual path: flagged, in physical ms
+    late = _late_line({"24": 5000, "48": 0, "96": 0, "240": 0})
+    v = _verdict_at(48, late)
+    assert v["verdict"] == "flagged"
+    assert v["reasons"] == ["delay line: 5000/100000 frames left more than 24 ms late physical, "
+                            "48 x the virtual limit"]
+    # held back: 2 ms virtual is 96 ms physical at k = 48
+    held = _late_line({"24": 0, "48": 0, "96": 300, "240": 0})
+    assert _verdict_at(48, held)["reasons"][0].startswith("delay line: 300/100000 frames held back 96 ms")
+    assert _verdict_at(48, held)["tolerances"]["dilation"]["factor"] == 48
+
+
+def test_an_undilated_run_counts_the_delay_lines_own_threshold():
+    v = _verdict_at(1, _late_line({"0.5": 2000, "1": 1500, "2": 100, "5": 0}))
+    assert v["reasons"] == ["delay line: 2000/100000 frames left more than 0.5 ms late"]
+
+
+def test_held_thresholds_and_rtt_tolerance_scale_with_the_factor():
+    assert fidelity.held_ms(1) == (0.5, 1, 2, 5)
+    assert fidelity.held_ms(48) == (24, 48, 96, 240)
+    # 0.2 ms virtual at k = 4 is 0.8 ms physical, tolerated +-0.05 ms virtual = +-0.2 ms
+    assert fidelity.rtt_tolerance_ms(0.8, 4) == pytest.approx(0.2)
+    assert fidelity.rtt_tolerance_ms(24.2 * 4, 4) == pytest.approx(0.726 * 4)
+    assert _verdict_at(4, None, rtt_ms=6.2 * 4 + 0.7)["verdict"] == "ok"
+    assert _verdict_at(4, None, rtt_ms=6.2 * 4 + 0.8)["verdict"] == "flagged"
+
+
+def test_older_traces_without_the_threshold_count_histogram_buckets():
+    stats = {"forwarded": 1000, "quantum_ns": 50_000, "late_ge_ms": {"1": 3, "2": 1, "5": 0},
+             "error_histogram": {"lt_q": 5, "lt_2q": 4, "lt_5q": 3, "lt_10q": 2, "lt_100q": 20, "ge_100q": 1}}
+    # buckets wholly beyond 0.5 ms: [10q, 100q) and >= 100q (q = 0.05 ms)
+    assert fidelity.late_frames(stats) == 21

@@ -253,3 +253,28 @@ def test_adhoc_dilation_is_checked_and_kept_through_a_dict():
     assert spec.Condition.from_dict(cond.to_dict()).dilation == 8
     with pytest.raises(spec.SpecError, match="^dilation:"):
         spec.adhoc_condition(["bic"], 6.2, 1e-5, 5, dilation=0)
+
+
+def test_the_dilation_campaigns_differ_only_in_the_factor_and_share_drop_seeds(design):
+    runs = spec.expand(design, "dilation")
+    assert spec.counts_by_criterion(runs) == {"dilation_k1": 108, "dilation_k2": 108, "dilation_k4": 108}
+    assert {r.rate_bps for r in runs} == {None}  # the host's faithful rate: k = 1 is a sound reference
+    by_k = {}
+    for r in runs:
+        by_k.setdefault(r.criterion, {})[(r.flows[0].variant, r.rtt_ms, r.drop, r.rep)] = r
+    assert {r.dilation for r in by_k["dilation_k2"].values()} == {2}
+    for key, ref in by_k["dilation_k1"].items():
+        assert ref.dilation == 1
+        # repetition r meets the same drop sequence at every factor (seed_from)
+        assert by_k["dilation_k2"][key].seed == by_k["dilation_k4"][key].seed == ref.seed
+    # ... while repetitions and conditions still differ from each other
+    assert len({r.seed for r in by_k["dilation_k1"].values()}) == 108
+    quick = spec.expand(design, "dilation-quick")
+    assert len(quick) == 72 and {r.rtt_ms for r in quick} == {6.2} and {r.drop for r in quick} == {0, 1e-4}
+    # not part of the paper's matrix
+    assert not {r.criterion for r in spec.expand(design, "paper")} & {"dilation_k1", "dilation_k2", "dilation_k4"}
+
+
+def test_seed_from_must_name_a_criterion(design):
+    design["criteria"]["dilation_k2"]["seed_from"] = "dilation_k0"
+    assert "criteria/dilation_k2/seed_from: unknown criterion 'dilation_k0'" in _error(design)

@@ -54,7 +54,7 @@ def test_invalid_config_value_stops_before_any_job():
 def test_unknown_campaign_stops_with_allowed_values():
     code, out = dry_run("--config", "campaign=full")
     assert code != 0
-    assert "unknown campaign 'full'" in out and "paper, quick, validation, smoke" in out
+    assert "unknown campaign 'full'" in out and "paper, quick, validation, dilation, dilation-quick, smoke" in out
 
 
 def _tiny_campaign(root: Path) -> list[Path]:

@@ -192,6 +192,9 @@ def _cross_field_problems(design: dict) -> list[str]:
             if cname not in design["campaigns"]:
                 problems.append(f"criteria/{name}/campaigns: unknown campaign {cname!r}; allowed values: "
                                 f"{', '.join(design['campaigns'])}")
+        if "seed_from" in crit and crit["seed_from"] not in criteria:
+            problems.append(f"criteria/{name}/seed_from: unknown criterion {crit['seed_from']!r}; "
+                            f"allowed values: {', '.join(criteria)}")
         if "duration_for_loss_events" in crit and 0 in crit["grid"]["drop"]:
             problems.append(f"criteria/{name}/duration_for_loss_events: the grid has drop 0, where no "
                             "loss event occurs; give such a criterion a duration_s")
@@ -345,7 +348,8 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                     buffer_bytes=point.get("buffer_bytes", settings["buffer_bytes"]),
                     background_loss=float(settings["background_loss"]), hz=int(settings["hz"]),
                     dilation=_dilation_setting(settings["dilation"]),
-                    seed=_seed_for(campaign, name, variants, float(point["rtt_ms"]), float(point["drop"]), rep),
+                    seed=_seed_for(campaign, crit.get("seed_from", name), variants, float(point["rtt_ms"]),
+                                   float(point["drop"]), rep),
                 )
                 path = paths.run_dir(cond)
                 identity = (cond.flows, cond.rate_bps, cond.buffer_bytes)

@@ -1,6 +1,9 @@
-"""The cross-validation of time dilation: its KS test, and its three checks on
-k = 1 against k > 1 runs (synthetic traces, physical units as the backend writes them)."""
+"""The cross-validation of time dilation: its KS test, and its three checks on one
+condition at k = 1 against k > 1 (virtual units, as the tidy tables hold them)."""
+import math
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from tcpeval.analysis import dilation_check as dc
@@ -19,51 +22,70 @@ def test_ks_tells_one_distribution_from_a_shifted_one():
     assert dc.ks_2samp(a, b + 0.5)[1] < 1e-6
 
 
-def _run(k, rates_bps, dropped, seed=0):
-    """A physical trace of a virtual run with per-interval rates `rates_bps` (0.1 s each)."""
-    n = len(rates_bps)
-    t = [(i + 1) * 0.1 * k for i in range(n)]
-    phys = [r / k for r in rates_bps]
-    return {
-        "mechanisms": {"dilation": {"factor": k}},
-        "flows": [{"start_s": 0.0,
-                   "samples": {"t_s": t, "bytes": [r * 0.1 / 8 for r in rates_bps], "throughput_bps": phys},
-                   "summary": {"bytes": sum(rates_bps) * 0.1 / 8, "mean_throughput_bps": float(np.mean(phys))}}],
-        "measured": {"rtt_ms": 6.2 * k, "drop": {"seen": 10**6, "dropped": dropped}},
-        "fidelity": {"verdict": "ok"},
-    }
-
-
 def _rates(seed, mean=1e9, n=200):
-    return list(np.random.default_rng(seed).normal(mean, 0.1 * mean, n))
+    return np.random.default_rng(seed).normal(mean, 0.1 * mean, n)
+
+
+def _side(k, seeds, dropped, mean=1e9, expected=None):
+    series = [_rates(s, mean) for s in seeds]
+    return dc.Side(factor=k, expected=expected or len(seeds), means_bps=[float(x.mean()) for x in series],
+                   intervals_bps=np.concatenate(series) if series else np.zeros(0),
+                   dropped=dict(enumerate(dropped, start=1)))
 
 
 def test_the_same_virtual_path_at_another_factor_agrees():
-    ref = [_run(1, _rates(s), 1000 + s) for s in (1, 2)]
-    dil = [_run(4, _rates(s + 10), 1010 + s) for s in (1, 2)]
-    got = dc.compare(ref, dil)
-    assert got["factor"] == 4 and got["agree"], got
-    assert abs(got["mean_rel_diff"]) < 0.05
-    assert got["mean_bps"][1] == pytest.approx(1e9, rel=0.03)   # read back in virtual units
+    got = dc.compare(_side(1, (1, 2), (1001, 1002)), _side(4, (11, 12), (1011, 1012)))
+    assert got["factor"] == 4 and got["judged"] and got["agree"], got
+    assert abs(got["mean_rel_diff"]) < 0.05 and got["loss_events"] == [2003, 2023]
 
 
 def test_a_dilated_path_that_runs_faster_or_loses_more_is_told_apart():
-    ref = [_run(1, _rates(s), 1000) for s in (1, 2)]
-    faster = [_run(2, _rates(s + 10, mean=1.2e9), 1000) for s in (1, 2)]
-    got = dc.compare(ref, faster)
+    ref = _side(1, (1, 2), (1000, 1000))
+    got = dc.compare(ref, _side(2, (11, 12), (1000, 1000), mean=1.2e9))
     assert not got["checks"]["mean"] and not got["checks"]["distribution"] and not got["agree"]
-    lossier = [_run(2, _rates(s + 10), 1400) for s in (1, 2)]
-    got = dc.compare(ref, lossier)
+    got = dc.compare(ref, _side(2, (11, 12), (1400, 1400)))
     assert got["checks"]["mean"] and not got["checks"]["loss_events"] and not got["agree"]
 
 
-def test_flagged_runs_do_not_count_and_a_side_without_ok_runs_is_not_judged():
-    ref = [_run(1, _rates(1), 1000), _run(1, _rates(2, mean=0.5e9), 1000)]
-    ref[1]["fidelity"]["verdict"] = "flagged"       # a stretched ACK clock, say
-    dil = [_run(2, _rates(11), 1005)]
-    got = dc.compare(ref, dil)
-    assert got["ok_runs"] == [1, 1] and got["runs"] == [2, 1] and got["agree"], got
-    for r in ref:
-        r["fidelity"]["verdict"] = "flagged"
-    got = dc.compare(ref, dil)
+def test_a_side_without_usable_runs_is_not_judged_and_says_which():
+    got = dc.compare(_side(1, (), (), expected=2), _side(2, (11,), (1005,)))
     assert not got["judged"] and not got["agree"] and "k = 1" in got["why"]
+    assert got["runs"] == [2, 1] and got["ok_runs"] == [0, 1]
+
+
+def test_conditions_group_the_campaigns_runs_by_condition_and_factor():
+    # two repetitions of one condition at k = 1 and 2; the k = 2 repetition 2 was flagged
+    # (absent from the usable runs) and counts as expected but not usable
+    expected = pd.DataFrame([{"run": f"k{k}/r{r}", "criterion": f"dilation_k{k}", "variant": "cubic",
+                              "second": None, "rtt_ms": 6.2, "drop": 1e-3, "rep": r}
+                             for k in (1, 2) for r in (1, 2)])
+    used = expected[expected["run"] != "k2/r2"].assign(
+        mean_bps=1e9, dropped_packets=500, duration_s=20.0, link_rate_bps=0.2e9)
+    rows = []
+    for i, run in enumerate(used["run"]):
+        t = np.arange(1, 201) * 0.1
+        rows.append(pd.DataFrame({"run": run, "flow": 0, "t_s": t, "throughput_bps": _rates(i)}))
+    samples = pd.concat(rows)
+    got = dc.conditions(used, expected, samples)
+    assert len(got) == 1
+    r = got[0]
+    assert (r["variant"], r["rtt_ms"], r["drop"], r["factor"]) == ("cubic", 6.2, 1e-3, 2)
+    assert r["runs"] == [2, 2] and r["ok_runs"] == [2, 1] and r["agree"]
+    assert r["rate_bps"] == pytest.approx(0.2e9)
+    # losses over the repetitions usable at both factors: repetition 1 only
+    assert r["loss_reps"] == [1] and r["loss_events"] == [500, 500]
+    s = dc.summary(got)
+    assert s["comparisons"] == 1 and s["judged"] == s["agree"] == 1 and s["factors"] == [2]
+    assert s["variants_all_agree"] == ["cubic"] and math.isfinite(s["max_abs_mean_diff"])
+
+
+def test_without_a_repetition_usable_at_both_factors_losses_compare_per_run_means():
+    ref = dc.Side(factor=1, expected=2, means_bps=[1e9], intervals_bps=_rates(1), dropped={1: 1000})
+    dil = dc.Side(factor=2, expected=2, means_bps=[1e9], intervals_bps=_rates(2), dropped={2: 1010})
+    got = dc.compare(ref, dil)
+    assert got["loss_reps"] == [] and got["loss_events"] == [1000, 1010] and got["agree"]
+
+
+def test_factor_is_read_from_the_criterion_name():
+    assert dc.factor_of("dilation_k4") == 4
+    assert dc.factor_of("responsiveness") is None and dc.factor_of("dilation_kx") is None

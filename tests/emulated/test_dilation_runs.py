@@ -33,6 +33,11 @@ def test_a_forced_factor_runs_the_physical_path_and_reads_back_virtual(backend, 
     assert sysctls["s1"]["net.ipv4.tcp_rto_min_us"] == 200_000 * k
     assert rec["flows"][0]["cc"]["dilation"] == k and rec["flows"][0]["cc"]["verified"] == "reno316"
     assert "delayed_ack_timer" in mech["not_scaled"]
+    # the delay line counted late frames against the verdict's limits x k (physical ms)
+    line = rec["measured"]["delay_line"]
+    if line is not None:
+        assert sorted(float(ms) for ms in line["late_ge_ms"]) == [0.5 * k, 1.0 * k, 2.0 * k, 5.0 * k]
+    assert rec["fidelity"]["tolerances"]["dilation"]["factor"] == k
     # read back in the virtual path's units: the condition's RTT, rate and duration
     virtual = dilation.to_virtual(rec)
     assert virtual["measured"]["rtt_ms"] == pytest.approx(6.2, abs=0.2)

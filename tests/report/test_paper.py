@@ -27,6 +27,8 @@ def _generate(results: Path, paper_dir: Path, cc_params: Path) -> None:
                  "--out-campaigns-tex", str(out / "claims-campaigns.tex")]) == 0
     assert main(["validation", "--results", str(results.parent / "validation"),
                  "--fig-dir", str(results / "figures"), "--out-tex", str(out / "validation.tex")]) == 0
+    assert main(["dilation-check", "--results", str(results.parent / "dilation"),
+                 "--fig-dir", str(results / "figures"), "--out-tex", str(out / "dilation-check.tex")]) == 0
     assert main(["macros", "--results", r, "--claims-json", str(out / "claims.json"),
                  "--out", str(out / "macros.tex")]) == 0
 

@@ -102,6 +102,44 @@ rule validation:
         " --fig-dir {params.fig_dir:q} --out-tex {output.tex:q} {params.flagged} > {log:q} 2>&1"
 
 
+# The cross-validation of time dilation (`make validate-dilation`): the full campaign's
+# tables where they exist, else the quick one's, else none (the paragraph then says so).
+DILATION_CAMPAIGNS = ("dilation", "dilation-quick")
+
+
+def dilation_results():
+    for name in DILATION_CAMPAIGNS:
+        results = f"{config['results_dir']}/{BACKEND}/{name}"
+        if CAMPAIGN == name or os.path.exists(f"{results}/runs.parquet"):
+            return results
+    return None
+
+
+def dilation_tables(wildcards):
+    results = dilation_results()
+    return [f"{results}/runs.parquet", f"{results}/samples.parquet"] if results else []
+
+
+rule dilation_check:
+    """Time-dilated runs against undilated ones: figure, paragraph and the comparisons."""
+    input:
+        dilation_tables,
+        design=config["design"],
+    output:
+        tex=f"{PAPER_OUT}/dilation-check.tex",
+        json=f"{PAPER_OUT}/dilation-check.json",
+    log:
+        f"logs/paper/{BACKEND}/{CAMPAIGN}/dilation-check.log",
+    params:
+        results=lambda wildcards: dilation_results() or f"{config['results_dir']}/{BACKEND}/dilation",
+        fig_dir=FIG_DIR,
+        flagged=FLAGGED,
+    shell:
+        "tcpeval dilation-check --results {params.results:q} --design {input.design:q}"
+        " --fig-dir {params.fig_dir:q} --out-tex {output.tex:q} --out-json {output.json:q}"
+        " {params.flagged} > {log:q} 2>&1"
+
+
 rule macros:
     """Every number the manuscript prints."""
     input:
@@ -130,6 +168,7 @@ rule paper:
         rules.claims.output.campaigns,
         rules.macros.output,
         rules.validation.output.tex,
+        rules.dilation_check.output.tex,
         main=f"{PAPER_DIR}/main.tex",
     output:
         PAPER_PDF,

@@ -1,29 +1,44 @@
 """Cross-validation of time dilation: the same condition at k = 1 and at k > 1 must give
-the same virtual-path results (`make validate-dilation`, bench/validate_dilation.py).
+the same virtual-path results (campaigns `dilation` and `dilation-quick`, criteria
+dilation_k1/k2/k4; `make validate-dilation`).
 
 For one condition (variant, RTT, drop, rate) and one factor k, against k = 1:
 - mean throughput: the mean over repetitions agrees within MEAN_TOLERANCE;
 - per-interval throughput: a two-sample Kolmogorov-Smirnov test over the steady-state
   intervals of all repetitions does not reject equality at KS_ALPHA;
-- loss events: the dropped-packet counts (summed over repetitions) agree within
-  Poisson noise (LOSS_SIGMAS standard deviations) or LOSS_TOLERANCE, whichever is wider.
-Every record is read in virtual units first (tcpeval.dilation.to_virtual). Only runs
-with fidelity verdict ok count: a flagged run (a stretched ACK clock, a stalled delay
-line) measures the host, not the method; a side left without ok runs is not judged.
+- loss events: the dropped-packet counts agree within Poisson noise (LOSS_SIGMAS standard
+  deviations) or LOSS_TOLERANCE, whichever is wider -- summed over the repetitions usable
+  at both factors (repetition r meets the same drop sequence at every k), else over the
+  per-run means.
+The tidy tables are in virtual units already (tcpeval.analysis.extract reads every trace
+through tcpeval.dilation.to_virtual). Only runs with fidelity verdict ok count (the
+Dataset leaves flagged ones out): a flagged run (a stretched ACK clock, a stalled delay
+line) measures the host, not the method, and a side left without ok runs is not judged.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
-
-from tcpeval import dilation
+import pandas as pd
 
 MEAN_TOLERANCE = 0.05
 KS_ALPHA = 0.01
 LOSS_SIGMAS = 3.0
 LOSS_TOLERANCE = 0.05
 STEADY_FROM = 0.2  # share of the run left out as start-up (slow start)
+CRITERION_PREFIX = "dilation_k"
+
+
+@dataclass
+class Side:
+    """The runs of one condition at one factor."""
+    factor: int
+    expected: int                                   # runs the campaign asks for
+    means_bps: list = field(default_factory=list)   # per usable run, virtual
+    intervals_bps: np.ndarray = field(default_factory=lambda: np.zeros(0))  # steady state, all runs
+    dropped: dict = field(default_factory=dict)     # repetition -> dropped packets, usable runs
 
 
 def ks_2samp(a, b) -> tuple[float, float]:
@@ -45,53 +60,104 @@ def ks_2samp(a, b) -> tuple[float, float]:
     return d, float(min(1.0, max(0.0, p)))
 
 
-def steady_intervals(record: dict) -> np.ndarray:
-    """Per-interval receiver throughput of the first flow after start-up, virtual units."""
-    v = dilation.to_virtual(record)
-    s = v["flows"][0]["samples"]
-    t = np.asarray(s["t_s"], float)
-    rate = np.asarray(s["throughput_bps"], float)
-    if t.size == 0:
-        return rate
-    return rate[t > STEADY_FROM * t[-1]]
-
-
-def _mean(record: dict) -> float:
-    return float(dilation.to_virtual(record)["flows"][0]["summary"]["mean_throughput_bps"])
-
-
-def compare(reference: list[dict], dilated: list[dict]) -> dict:
-    """The three checks for one condition: k = 1 repetitions against k > 1 ones."""
-    if not reference or not dilated:
-        raise ValueError("compare: both sides need at least one run")
-    k = dilation.factor(dilated[0])
-    verdicts = [r["fidelity"]["verdict"] for r in reference + dilated]
-    ok_ref = [r for r in reference if r["fidelity"]["verdict"] == "ok"]
-    ok_dil = [r for r in dilated if r["fidelity"]["verdict"] == "ok"]
-    if not ok_ref or not ok_dil:
-        side = f"k = {dilation.factor(reference[0])}" if not ok_ref else f"k = {k}"
-        return {"factor": k, "runs": [len(reference), len(dilated)], "ok_runs": [len(ok_ref), len(ok_dil)],
-                "verdicts": verdicts, "judged": False,
-                "why": f"every {side} run was flagged (the host, not the method)",
+def compare(ref: Side, dil: Side) -> dict:
+    """The three checks for one condition: k = 1 against one k > 1."""
+    base = {"factor": dil.factor, "runs": [ref.expected, dil.expected],
+            "ok_runs": [len(ref.means_bps), len(dil.means_bps)], "ks_alpha": KS_ALPHA}
+    if not ref.means_bps or not dil.means_bps:
+        side = ref if not ref.means_bps else dil
+        return {**base, "judged": False,
+                "why": f"no usable k = {side.factor} run (flagged or missing: the host, not the method)",
                 "mean_bps": [math.nan, math.nan], "mean_rel_diff": math.nan, "ks_d": math.nan,
-                "ks_p": math.nan, "ks_alpha": KS_ALPHA, "loss_events": [0, 0], "loss_band": math.nan,
+                "ks_p": math.nan, "loss_events": [0, 0], "loss_band": math.nan, "loss_reps": [],
                 "checks": {}, "agree": False}
-    dilated_all = dilated
-    reference, dilated = ok_ref, ok_dil
-    m1 = float(np.mean([_mean(r) for r in reference]))
-    mk = float(np.mean([_mean(r) for r in dilated]))
+    m1, mk = float(np.mean(ref.means_bps)), float(np.mean(dil.means_bps))
     rel = (mk - m1) / m1 if m1 else math.nan
-    d, p = ks_2samp(np.concatenate([steady_intervals(r) for r in reference]),
-                    np.concatenate([steady_intervals(r) for r in dilated]))
-    l1 = sum(int(r["measured"]["drop"]["dropped"]) for r in reference)
-    lk = sum(int(r["measured"]["drop"]["dropped"]) for r in dilated)
+    d, p = ks_2samp(ref.intervals_bps, dil.intervals_bps)
+    paired = sorted(set(ref.dropped) & set(dil.dropped))
+    if paired:
+        l1, lk = (int(sum(side.dropped[r] for r in paired)) for side in (ref, dil))
+    else:  # no repetition usable at both factors: per-run means, as many runs as the smaller side
+        n = min(len(ref.dropped), len(dil.dropped))
+        l1, lk = (int(round(n * float(np.mean(list(side.dropped.values()))))) for side in (ref, dil))
     loss_band = max(LOSS_SIGMAS * math.sqrt(max(l1, 1) + max(lk, 1)), LOSS_TOLERANCE * max(l1, lk))
-    checks = {"mean": abs(rel) <= MEAN_TOLERANCE if rel == rel else False,
+    checks = {"mean": bool(abs(rel) <= MEAN_TOLERANCE) if rel == rel else False,
               "distribution": bool(p >= KS_ALPHA) if p == p else False,
-              "loss_events": abs(lk - l1) <= loss_band}
-    return {"factor": k, "runs": [len(verdicts) - len(dilated_all), len(dilated_all)],
-            "mean_bps": [m1, mk], "mean_rel_diff": rel,
-            "ks_d": d, "ks_p": p, "ks_alpha": KS_ALPHA,
-            "loss_events": [l1, lk], "loss_band": loss_band,
-            "ok_runs": [len(reference), len(dilated)], "verdicts": verdicts, "judged": True,
+              "loss_events": bool(abs(lk - l1) <= loss_band)}
+    return {**base, "judged": True, "why": None, "mean_bps": [m1, mk], "mean_rel_diff": rel,
+            "ks_d": d, "ks_p": p, "loss_events": [l1, lk], "loss_band": loss_band, "loss_reps": paired,
             "checks": checks, "agree": all(checks.values())}
+
+
+def factor_of(criterion: str) -> int | None:
+    """dilation_k4 -> 4; None for criteria outside the cross-validation."""
+    if criterion.startswith(CRITERION_PREFIX) and criterion[len(CRITERION_PREFIX):].isdigit():
+        return int(criterion[len(CRITERION_PREFIX):])
+    return None
+
+
+def _side(factor: int, expected: pd.DataFrame, runs: pd.DataFrame, samples_by_run: dict) -> Side:
+    side = Side(factor=factor, expected=len(expected))
+    if not len(runs):
+        return side
+    side.means_bps = [float(x) for x in runs["mean_bps"]]
+    side.dropped = {int(r): int(x) if x == x and x is not None else 0
+                    for r, x in zip(runs["rep"], runs["dropped_packets"])}
+    parts = []
+    for run, duration in zip(runs["run"], runs["duration_s"]):
+        s = samples_by_run.get(run)
+        if s is None or not len(s):
+            continue
+        s = s[s["flow"] == s["flow"].min()]  # the condition's one flow
+        parts.append(s.loc[s["t_s"] > STEADY_FROM * duration, "throughput_bps"].to_numpy(float))
+    side.intervals_bps = np.concatenate(parts) if parts else np.zeros(0)
+    return side
+
+
+def conditions(runs: pd.DataFrame, expected: pd.DataFrame, samples: pd.DataFrame) -> list[dict]:
+    """Every (variant, RTT, drop) of the cross-validation's criteria compared at each
+    factor against k = 1. runs: the usable runs (tables.Dataset.runs); expected: the
+    campaign's run list (Dataset.expected); samples: those runs' intervals."""
+    exp = expected.assign(factor=expected["criterion"].map(factor_of)).dropna(subset=["factor"])
+    used = runs[runs["criterion"].map(factor_of).notna()]
+    used = used.assign(factor=used["criterion"].map(factor_of))
+    samples_by_run = {str(run): df for run, df in samples.groupby("run", observed=True)} if len(samples) else {}
+    out = []
+    for (variant, rtt, p), group in exp.groupby(["variant", "rtt_ms", "drop"], sort=True):
+        sides = {}
+        for k, e in group.groupby("factor"):
+            r = used[(used["variant"] == variant) & (used["rtt_ms"] == rtt) & (used["drop"] == p)
+                     & (used["factor"] == k)]
+            sides[int(k)] = _side(int(k), e, r, samples_by_run)
+        if 1 not in sides:
+            continue
+        rate = used.loc[(used["variant"] == variant) & (used["rtt_ms"] == rtt), "link_rate_bps"]
+        for k in sorted(sides):
+            if k == 1:
+                continue
+            out.append({"variant": variant, "rtt_ms": float(rtt), "drop": float(p),
+                        "rate_bps": float(rate.median()) if len(rate) else math.nan,
+                        **compare(sides[1], sides[k])})
+    return out
+
+
+def summary(results: list[dict]) -> dict:
+    judged = [r for r in results if r["judged"]]
+    agree = [r for r in judged if r["agree"]]
+    diffs = [abs(r["mean_rel_diff"]) for r in judged]
+    ks = [r["ks_p"] for r in judged if r["ks_p"] == r["ks_p"]]
+    return {
+        "comparisons": len(results), "judged": len(judged), "agree": len(agree),
+        "not_judged": len(results) - len(judged),
+        "variants": sorted({r["variant"] for r in results}),
+        "variants_all_agree": sorted({r["variant"] for r in judged}
+                                     - {r["variant"] for r in results if not r["agree"]}),
+        "factors": sorted({r["factor"] for r in results}),
+        "max_abs_mean_diff": max(diffs) if diffs else math.nan,
+        "min_ks_p": min(ks) if ks else math.nan,
+        "failed_checks": {c: sum(1 for r in judged if not r["checks"][c])
+                          for c in ("mean", "distribution", "loss_events")},
+        "tolerances": {"mean": MEAN_TOLERANCE, "ks_alpha": KS_ALPHA,
+                       "loss_sigmas": LOSS_SIGMAS, "loss_tolerance": LOSS_TOLERANCE,
+                       "steady_from": STEADY_FROM},
+    }

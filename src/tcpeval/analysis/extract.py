@@ -201,6 +201,7 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         "link_rate_bps": link,
         "measured_rtt_ms": _num(meas.get("rtt_ms")),
         "measured_drop": _num(meas["drop"].get("rate")),
+        "dropped_packets": _count(meas["drop"].get("dropped")),
         "hostname": env.get("hostname"), "kernel": env.get("kernel"),
         "git_revision": env.get("git_revision"), "tcpeval_version": env.get("tcpeval_version"),
         "mech_drop": mech.get("drop"), "mech_delay": mech.get("delay"), "mech_rate": mech.get("rate"),
@@ -233,6 +234,10 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
 
 def _num(v) -> float:
     return float(v) if isinstance(v, (int, float)) else math.nan
+
+
+def _count(v) -> int | None:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
 
 
 def _samples(run_id: str, per_flow: list[dict], flows_in: list[dict]) -> dict:

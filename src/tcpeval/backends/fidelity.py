@@ -36,6 +36,11 @@ Tolerances (documented in the trace under fidelity.tolerances):
 - receiver rate: no flow's receiver may get more than INTERVAL_RATE_MAX x the bottleneck
   rate in one sampling interval (the interval edges of sender and receiver differ by a
   fraction of a packet train, not by a factor).
+- time dilation: a run dilated by a factor k (tcpeval.dilation) is judged in virtual
+  units. Its trace holds physical measurements, so the absolute time tolerances above
+  (RTT_TOL_ABS_MS, LATE_MAX_MS, LATE_HARD_MS) apply multiplied by k: a frame 24 ms late on
+  a path slowed 48-fold is 0.5 ms late on the path it stands for. Rates, windows in bytes,
+  shares and counts need no conversion (rate x RTT and the packets are the virtual ones).
 - congestion-control hooks: the ports' guard (cc/include/cc316.h) counts what the host
   did behind a port's back -- reductions without its ssthresh(), values no stack can
   hold, state changes without its set_state() -- and repairs them at the next hook. A
@@ -57,6 +62,7 @@ RATE_SHORTFALL = 0.9
 LATE_MAX_MS = 0.5
 LATE_SHARE_MAX = 0.01
 LATE_HARD_MS = 2
+HELD_MS = (LATE_MAX_MS, 1, LATE_HARD_MS, 5)  # thresholds the delay line counts frames against
 LATE_HARD_SHARE_MAX = 2e-3
 WINDOW_BOUND = 4
 SEGS_PER_ACK = (1.9, 2.5)
@@ -66,8 +72,11 @@ GUARD_MIN_EVENTS = 5
 GUARD_SHARE_MAX = 0.02
 
 
-def tolerances() -> dict:
+def tolerances(dilation: int = 1) -> dict:
+    """The verdict's tolerances, in virtual units; a dilated run applies the time-valued
+    ones multiplied by its factor (recorded as "dilation") to its physical measurements."""
     return {
+        "dilation": {"factor": dilation, "physical_time_tolerances": "virtual x factor"},
         "drop": {"interval": "wilson99.9", "recorded_interval": "wilson95",
                  "min_expected_drops": MIN_EXPECTED_DROPS},
         "rtt": {"abs_ms": RTT_TOL_ABS_MS, "rel": RTT_TOL_REL},
@@ -122,8 +131,18 @@ def drop_check(p: float, seen: int, dropped: int) -> tuple[str | None, str]:
     return None, "ok"
 
 
-def rtt_tolerance_ms(setting_ms: float) -> float:
-    return max(RTT_TOL_ABS_MS, RTT_TOL_REL * setting_ms)
+def rtt_tolerance_ms(setting_ms: float, dilation: int = 1) -> float:
+    """Tolerance for a (physical) RTT setting of a run dilated by `dilation`."""
+    return max(RTT_TOL_ABS_MS * dilation, RTT_TOL_REL * setting_ms)
+
+
+def held_ms(dilation: int = 1) -> tuple:
+    """The lateness thresholds (physical ms) a run's delay line counts frames against."""
+    return tuple(ms * dilation for ms in HELD_MS)
+
+
+def _ms_key(ms: float) -> str:
+    return format(ms, "g")  # as the delay line prints it (%g)
 
 
 def window_check(max_cwnd_bytes: float | None, rate_bps: float, rtt_ms: float,
@@ -185,13 +204,15 @@ def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, base_rt
             max_cwnd_bytes: float | None = None, buffer_bytes: float | None = None,
             segments_per_ack: float | None = None, receiver_acks: int | None = None,
             interval_bps: list = (), cc_guard: dict | None = None,
-            extra_reasons: list[str] = ()) -> dict:
+            extra_reasons: list[str] = (), dilation: int = 1) -> dict:
+    """Every time-valued argument is physical; `dilation` converts the tolerances."""
+    k = dilation
     reasons = list(extra_reasons)
     checks = {}
     reason, checks["drop"] = drop_check(p, seen, dropped)
     if reason:
         reasons.append(reason)
-    tol = rtt_tolerance_ms(rtt_setting_ms)
+    tol = rtt_tolerance_ms(rtt_setting_ms, k)
     if base_rtt_ms is not None and base_rtt_ms > rtt_setting_ms + tol:
         reasons.append(f"rtt: the path's base RTT {base_rtt_ms:.3f} ms exceeds the setting "
                        f"{rtt_setting_ms} ms")
@@ -213,14 +234,15 @@ def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, base_rt
         if delay_stats.get("ring_drops", 0) > 0:
             reasons.append(f"delay line: {delay_stats['ring_drops']} frames lost in its rings")
         total = delay_stats.get("forwarded", 0)
-        late = late_frames(delay_stats)
+        late = late_frames(delay_stats, k)
+        virtual = f" physical, {k} x the virtual limit" if k > 1 else ""
         if total and late / total > LATE_SHARE_MAX:
             reasons.append(f"delay line: {late}/{total} frames left more than "
-                           f"{LATE_MAX_MS} ms late")
-        held = (delay_stats.get("late_ge_ms") or {}).get(str(LATE_HARD_MS))
+                           f"{_ms_key(LATE_MAX_MS * k)} ms late{virtual}")
+        held = (delay_stats.get("late_ge_ms") or {}).get(_ms_key(LATE_HARD_MS * k))
         if total and held is not None and held / total > LATE_HARD_SHARE_MAX:
-            reasons.append(f"delay line: {held}/{total} frames held back {LATE_HARD_MS} ms or more "
-                           f"(max {delay_stats.get('max_late_ns', 0) / 1e6:.3g} ms)")
+            reasons.append(f"delay line: {held}/{total} frames held back {_ms_key(LATE_HARD_MS * k)} "
+                           f"ms or more{virtual} (max {delay_stats.get('max_late_ns', 0) / 1e6:.3g} ms)")
     for reason in (window_check(max_cwnd_bytes, rate_bps, rtt_setting_ms, buffer_bytes),
                    ack_clock_check(segments_per_ack, receiver_acks),
                    receiver_rate_check(list(interval_bps), rate_bps),
@@ -228,11 +250,17 @@ def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, base_rt
         if reason:
             reasons.append(reason)
     return {"verdict": "flagged" if reasons else "ok", "reasons": reasons,
-            "tolerances": tolerances(), "checks": checks}
+            "tolerances": tolerances(k), "checks": checks}
 
 
-def late_frames(stats: dict) -> int:
-    """Frames released later than LATE_MAX_MS (from the quantum-relative histogram)."""
+def late_frames(stats: dict, dilation: int = 1) -> int:
+    """Frames released later than LATE_MAX_MS (x dilation, physical): the delay line's
+    count at that threshold, or (older traces) the quantum-relative histogram's buckets
+    that lie wholly beyond it."""
+    limit_ms = LATE_MAX_MS * dilation
+    counted = (stats.get("late_ge_ms") or {}).get(_ms_key(limit_ms))
+    if counted is not None:
+        return counted
     q_ms = stats.get("quantum_ns", 0) / 1e6
     hist = stats.get("error_histogram", {})
     bounds = [("lt_q", 1), ("lt_2q", 2), ("lt_5q", 5), ("lt_10q", 10), ("lt_100q", 100), ("ge_100q", math.inf)]
@@ -240,7 +268,7 @@ def late_frames(stats: dict) -> int:
     lower = 0.5
     for name, upper in bounds:
         # count a bucket when its lower edge is already beyond the limit
-        if lower * q_ms >= LATE_MAX_MS:
+        if lower * q_ms >= limit_ms:
             late += hist.get(name, 0)
         lower = upper
     return late

@@ -6,6 +6,7 @@
     tcpeval claims --results R [--claims paper/claims.yaml] --out-tex claims.tex --out-json claims.json
     tcpeval macros --results R --claims-json claims.json --out macros.tex
     tcpeval validation --results results/emulated/validation --fig-dir D --out-tex T
+    tcpeval dilation-check --results results/emulated/dilation --fig-dir D --out-tex T [--table --strict]
     tcpeval paper build --results R [--paper-dir paper]
 
 The campaign and backend default to the last two parts of --results
@@ -146,6 +147,38 @@ def cmd_validation(args) -> int:
     return 0
 
 
+def cmd_dilation_check(args) -> int:
+    from tcpeval import spec
+    from tcpeval.analysis import tables
+    from tcpeval.report import dilation_check
+
+    results = Path(args.results)
+    campaign = args.campaign or results.name
+    ds = None
+    if (results / "runs.parquet").exists():
+        try:
+            design = spec.load_design(args.design)
+            ds = tables.load(results, design, campaign, args.backend or results.parent.name,
+                             include_flagged=args.include_flagged)
+        except spec.SpecError as err:
+            raise UserError(str(err)) from None
+    elif args.strict:
+        raise UserError(f"{results / 'runs.parquet'}: no tables of the cross-validation; run "
+                        f"`make validate-dilation` (campaign dilation or dilation-quick)")
+    out = dilation_check.write(ds, campaign if ds is not None else None, Path(args.fig_dir),
+                               Path(args.out_tex), Path(args.out_json) if args.out_json else None)
+    s = out["summary"]
+    if args.table:
+        print(dilation_check.table(out["results"]))
+        print(f"\n{s['agree']} of {s['judged']} judged comparisons agree ({s['not_judged']} not judged); "
+              f"{args.out_tex}")
+    else:
+        print(json.dumps(s, default=str))
+    if args.strict and (s["agree"] < s["judged"] or not s["judged"]):
+        return 1
+    return 0
+
+
 def cmd_paper(args) -> int:
     from tcpeval.report import paper
 
@@ -179,6 +212,18 @@ def add_parsers(sub) -> None:
     p.add_argument("--out-tex", required=True, help="the manuscript's paragraph")
     common(p)
     p.set_defaults(func=cmd_validation)
+
+    p = sub.add_parser("dilation-check", help="the cross-validation of time dilation (campaign dilation or "
+                                              "dilation-quick): figure, paragraph, comparisons; 'not run' "
+                                              "without results")
+    p.add_argument("--fig-dir", required=True, help="where dilation-check.{pdf,png,tex} go")
+    p.add_argument("--out-tex", required=True, help="the manuscript's paragraph")
+    p.add_argument("--out-json", help="every comparison and the summary")
+    p.add_argument("--table", action="store_true", help="print the comparisons as a table")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 unless every judged comparison agrees (and at least one is judged)")
+    common(p)
+    p.set_defaults(func=cmd_dilation_check)
 
     p = sub.add_parser("table", help="LaTeX Table I (CC parameters) or Table II (test overview)")
     p.add_argument("which", choices=("table1", "table2"))

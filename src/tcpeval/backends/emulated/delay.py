@@ -47,8 +47,11 @@ class DelayLine:
     mechanism = "tevdelay-afpacket"
 
     def __init__(self, art: Artifacts, topo: topology.Topology, run_dir: Path, *, rt_prio: int = 20,
-                 cpu: int | None = None):
+                 cpu: int | None = None, held_ms: tuple = ()):
         self.art, self.topo, self.run_dir, self.rt_prio = art, topo, run_dir, rt_prio
+        # lateness thresholds the stats count frames against (ms, physical): the verdict's,
+        # multiplied by a time-dilated run's factor (tcpeval.backends.fidelity.held_ms)
+        self.held_ms = tuple(held_ms)
         # the senders' receive processing of the released ACKs (and the data they clock
         # out) is steered by RPS away from the line's CPU (topology.placement)
         self.cpu = cpu
@@ -66,6 +69,8 @@ class DelayLine:
         t = self.topo
         args = [self.art.tevdelay, "line", "--delay-ns", self.delay_ns,
                 "--quantum-ns", quantum_ns(self.delay_ns), "--stats", self.stats_path]
+        if self.held_ms:
+            args += ["--held-ms", ",".join(format(ms, "g") for ms in self.held_ms)]
         if self.rt_prio:
             args += ["--rt", self.rt_prio]
         if self.cpu is not None:

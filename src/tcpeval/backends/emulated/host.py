@@ -211,8 +211,14 @@ def list_netns() -> list[str]:
 
 
 def remove_netns(ns: str) -> None:
-    """Kill whatever runs inside ``ns`` (iperf3, the delay line), then delete it; the
-    veths, qdiscs and BPF programs inside go with it."""
+    """Kill whatever runs inside ``ns`` (iperf3, the delay line), destroy its TCP sockets,
+    then delete it; the veths, qdiscs and BPF programs inside go with it.
+
+    Why destroy the sockets: a killed sender's connections live on as orphans that keep
+    retransmitting their FIN, and they outlive the namespace (each holds a reference to
+    it). With a time-dilated run's minimum RTO (k x 200 ms) that lasts minutes, and the
+    orphans keep their congestion-control program, so a port's struct_ops map stays
+    registered long after the run (seen after a stopped run at k = 48)."""
     pids = run(["ip", "netns", "pids", ns], check=False).stdout.split()
     for pid in pids:
         try:
@@ -224,6 +230,7 @@ def remove_netns(ns: str) -> None:
             if not Path(f"/proc/{pid}").exists():
                 break
             time.sleep(0.01)
+    run(["ss", "--kill", "--tcp", "--all"], ns=ns, check=False)  # SOCK_DESTROY (INET_DIAG_DESTROY)
     proc = run(["ip", "netns", "delete", ns], check=False)
     if proc.returncode != 0 and ns in list_netns():
         raise BackendError(f"could not delete namespace {ns}: {proc.stderr.strip()}")

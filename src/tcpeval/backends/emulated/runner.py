@@ -496,7 +496,8 @@ class EmulatedBackend:
                     limit = int((rate / 8 * (plan.rtt_ms / 1000) + plan.buffer_bytes) / 64) * 2
                     delayer = delay.Netem(topo, limit)
                 else:
-                    delayer = delay.DelayLine(art, topo, run_dir, rt_prio=self.rt_prio, cpu=place["line"])
+                    delayer = delay.DelayLine(art, topo, run_dir, rt_prio=self.rt_prio, cpu=place["line"],
+                                              held_ms=fidelity.held_ms(plan.dilation))
                 stack.callback(lambda: delayer and delayer.stop())
                 delayer.start(0)
                 prober = delay.Prober(art, topo)
@@ -505,7 +506,7 @@ class EmulatedBackend:
                 base_ms = base["median_ms"]
                 added_ms = max(0.0, plan.rtt_ms - base_ms)
                 corrections = 0
-                tol = fidelity.rtt_tolerance_ms(plan.rtt_ms)
+                tol = fidelity.rtt_tolerance_ms(plan.rtt_ms, plan.dilation)
                 best = None  # (|error|, added) of the closest plausible measurement so far
                 while True:
                     delayer.start(int(added_ms * 1e6))
@@ -660,7 +661,7 @@ class EmulatedBackend:
             segments_per_ack=acks["receiver_segments_per_ack_steady"],
             receiver_acks=acks["receiver_acks_steady"],
             interval_bps=[b for r in parsed for b in r["samples"]["throughput_bps"]],
-            cc_guard=cc_guard, extra_reasons=extra)
+            cc_guard=cc_guard, extra_reasons=extra, dilation=plan.dilation)
         if plan.rate_bps is None:  # calibration: rate checks do not apply
             verdict["reasons"] = [r for r in verdict["reasons"] if not r.startswith("rate:")]
             verdict["verdict"] = "flagged" if verdict["reasons"] else "ok"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* tevdelay: the emulated backend's constant-delay line, and a UDP RTT probe.
  *
- *   tevdelay line --delay-ns D [--quantum-ns Q] [--stats FILE] [--cpu N] [--rt PRIO]
+ *   tevdelay line --delay-ns D [--quantum-ns Q] [--held-ms MS,...] [--stats FILE] [--cpu N] [--rt PRIO]
  *                 --in IF [--in IF ...]
  *                 --route IPv4=IFNAME,DSTMAC,SRCMAC [--route ...]
  *   tevdelay echo PORT
@@ -44,6 +44,7 @@
 #define MAX_IN 4
 #define TP_STATUS_USER_SEEN (1u << 30) /* ours: frame already inspected */
 #define MAX_ROUTES 8
+#define MAX_HELD 6 /* "held back" thresholds in the stats */
 #define BATCH 16 /* bounds the work done per send call (ACK processing downstream) */
 #define FRAME_SIZE 2048u
 #define BLOCK_SIZE (1u << 20)
@@ -133,6 +134,10 @@ static int cmd_line(int argc, char **argv)
 	int64_t delay = -1, quantum = 20000;
 	const char *stats_path = NULL;
 	int cpu = -1, rt_prio = 0;
+	/* "held back" thresholds (ms, ascending): frames at least this late are counted
+	 * whatever Q is; a time-dilated run passes them multiplied by its factor */
+	double held_ms[MAX_HELD] = {0.5, 1, 2, 5};
+	int nheld = 4;
 
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -147,6 +152,15 @@ static int cmd_line(int argc, char **argv)
 		else if (!strcmp(a, "--rt"))
 			rt_prio = atoi(v);
 
+		else if (!strcmp(a, "--held-ms")) {
+			char buf[128], *tok, *save = NULL;
+			snprintf(buf, sizeof(buf), "%s", v);
+			nheld = 0;
+			for (tok = strtok_r(buf, ",", &save); tok && nheld < MAX_HELD; tok = strtok_r(NULL, ",", &save))
+				held_ms[nheld++] = strtod(tok, NULL);
+			if (!nheld)
+				goto usage;
+		}
 		else if (!strcmp(a, "--stats"))
 			stats_path = v;
 		else if (!strcmp(a, "--in") && nin < MAX_IN)
@@ -213,7 +227,10 @@ static int cmd_line(int argc, char **argv)
 	uint64_t forwarded = 0, no_route = 0, non_ip = 0, send_err = 0, ts_fallback = 0, late = 0, ts_software = 0, ts_future = 0;
 	int64_t max_late = 0, sum_err = 0, max_early = 0;
 	uint64_t hist[8] = {0}; /* lateness: <Q/2, <Q, <2Q, <5Q, <10Q, <100Q, >=100Q, early */
-	uint64_t late_ms[3] = {0}; /* frames late by >= 1, 2, 5 ms: held back, whatever Q is */
+	uint64_t held_count[MAX_HELD] = {0}; /* frames late by >= held_ms[i] */
+	int64_t held_ns[MAX_HELD];
+	for (int i = 0; i < nheld; i++)
+		held_ns[i] = (int64_t)(held_ms[i] * 1e6 + 0.5);
 	int64_t half = quantum / 2;
 	struct pollfd pfds[MAX_IN];
 	for (int i = 0; i < nin; i++)
@@ -269,9 +286,8 @@ static int cmd_line(int argc, char **argv)
 			hist[b]++;
 			if (b >= 1 && b <= 6)
 				late++;
-			late_ms[0] += err >= 1000000;
-			late_ms[1] += err >= 2000000;
-			late_ms[2] += err >= 5000000;
+			for (int i = 0; i < nheld; i++)
+				held_count[i] += err >= held_ns[i];
 			uint32_t dip;
 			struct route *rt = NULL;
 			if (h->tp_snaplen >= 34 && (eth[12] != 0x08 || eth[13] != 0x00)) {
@@ -350,17 +366,19 @@ static int cmd_line(int argc, char **argv)
 		",\"max_late_ns\":%" PRId64 ",\"max_early_ns\":%" PRId64 ",\"mean_error_ns\":%.1f"
 		",\"error_histogram\":{\"lt_half_q\":%" PRIu64 ",\"lt_q\":%" PRIu64 ",\"lt_2q\":%" PRIu64
 		",\"lt_5q\":%" PRIu64 ",\"lt_10q\":%" PRIu64 ",\"lt_100q\":%" PRIu64 ",\"ge_100q\":%" PRIu64
-		",\"early\":%" PRIu64 "},\"late_ge_ms\":{\"1\":%" PRIu64 ",\"2\":%" PRIu64 ",\"5\":%" PRIu64 "}}\n",
+		",\"early\":%" PRIu64 "},\"late_ge_ms\":{",
 		delay, quantum, forwarded, no_route, non_ip, send_err, ring_drops, rings[0].frames, ts_fallback, ts_software, ts_future,
 		late, max_late, max_early,
 		forwarded + no_route ? (double)sum_err / (double)(forwarded + no_route) : 0.0,
-		hist[0], hist[1], hist[2], hist[3], hist[4], hist[5], hist[6], hist[7],
-		late_ms[0], late_ms[1], late_ms[2]);
+		hist[0], hist[1], hist[2], hist[3], hist[4], hist[5], hist[6], hist[7]);
+	for (int i = 0; i < nheld; i++)
+		fprintf(f, "%s\"%g\":%" PRIu64, i ? "," : "", held_ms[i], held_count[i]);
+	fprintf(f, "}}\n");
 	if (f != stdout)
 		fclose(f);
 	return 0;
 usage:
-	fprintf(stderr, "usage: tevdelay line --delay-ns D [--quantum-ns Q] [--stats FILE] "
+	fprintf(stderr, "usage: tevdelay line --delay-ns D [--quantum-ns Q] [--held-ms MS,...] [--stats FILE] "
 			"--in IF [...] --route IP=IF,DSTMAC,SRCMAC [...]\n");
 	return 2;
 }

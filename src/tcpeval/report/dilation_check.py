@@ -1,0 +1,148 @@
+"""The cross-validation of time dilation in the manuscript's method section: a figure
+(each condition's virtual mean throughput at k = 2 and 4 against k = 1) and a paragraph
+whose numbers come from the campaign's tables (tcpeval.analysis.dilation_check).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from tcpeval.analysis import dilation_check as dc
+from tcpeval.analysis import tables as T
+from tcpeval.analysis import tidy
+from tcpeval.report.figures import _order, _palette, _save, _style, _write_tex
+from tcpeval.report.latex import escape, num
+
+GBPS = 1e9
+MARKERS = {2: "o", 4: "s", 8: "D"}
+
+
+def results_of(ds: T.Dataset) -> list[dict]:
+    samples = tidy.read_samples(ds.results, runs=list(ds.runs["run"]),
+                                columns=["run", "flow", "t_s", "throughput_bps"])
+    return dc.conditions(ds.runs, ds.expected, samples)
+
+
+def draw(results: list[dict], prefix: Path) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    _style()
+    judged = [r for r in results if r["judged"]]
+    variants = _order(r["variant"] for r in judged)
+    colours = _palette(variants)
+    fig, ax = plt.subplots(figsize=(3.4, 2.9))
+    top = max([max(r["mean_bps"]) for r in judged] + [1e6]) / GBPS * 1.08
+    x = np.array([0, top])
+    ax.fill_between(x, x * (1 - dc.MEAN_TOLERANCE), x * (1 + dc.MEAN_TOLERANCE), color="0.88", lw=0,
+                    label=f"$\\pm${dc.MEAN_TOLERANCE:.0%}")
+    ax.plot(x, x, color="0.3", lw=0.7)
+    for r in judged:
+        ax.scatter(r["mean_bps"][0] / GBPS, r["mean_bps"][1] / GBPS, s=16,
+                   marker=MARKERS.get(r["factor"], "^"), color=colours[r["variant"]],
+                   edgecolors="black" if not r["agree"] else "none", linewidths=0.8)
+    for v in variants:  # legend: colour = port, marker = factor
+        ax.scatter([], [], color=colours[v], s=16, label=T.label(v))
+    for k in sorted({r["factor"] for r in judged}):
+        ax.scatter([], [], color="0.4", marker=MARKERS.get(k, "^"), s=16, label=f"k = {k}")
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
+    ax.set_xlabel("mean throughput at k = 1 (Gbps)")
+    ax.set_ylabel("at k > 1, virtual (Gbps)")
+    ax.legend(fontsize=6, frameon=False, loc="upper left", ncol=2)
+    fig.tight_layout()
+    return _save(fig, prefix)
+
+
+def _pct(x) -> str:
+    return num(100 * x, 1) if x == x else num(x)
+
+
+def _sentence(s: dict, ds: T.Dataset | None, campaign: str | None, rate_bps: float) -> str:
+    if ds is None or not s.get("comparisons"):
+        return ("The cross-validation of time dilation has not been run for this backend "
+                "(\\texttt{make validate-dilation}); its figure and numbers are missing.")
+    reps = int(ds.expected.groupby(["criterion", "variant", "rtt_ms", "drop"]).size().max())
+    duration = float(ds.runs["duration_s"].median()) if len(ds.runs) else math.nan
+    factors = ", ".join(str(k) for k in s["factors"])
+    parts = [f"We cross-validated time dilation on this host (campaign \\texttt{{{escape(campaign)}}}): "
+             f"{s['comparisons']} comparisons of a condition at $k = 1$ with the same condition at "
+             f"$k \\in \\{{{factors}\\}}$, for {len(s['variants'])} ports, {reps} repetitions of "
+             f"{num(duration, 0)}\\,s (virtual) each at {num(rate_bps / GBPS, 2)}\\,Gb/s, with the same drop "
+             f"sequence at every factor."]
+    if s["judged"]:
+        parts.append(
+            f"Of the {s['judged']} comparisons with usable runs on both sides, {s['agree']} agree: the mean "
+            f"throughputs differ by at most {_pct(s['max_abs_mean_diff'])}\\,\\% (tolerance "
+            f"{num(100 * dc.MEAN_TOLERANCE, 0)}\\,\\%), a two-sample Kolmogorov-Smirnov test at "
+            f"$\\alpha = {dc.KS_ALPHA:g}$ tells the per-interval distributions apart in "
+            f"{s['failed_checks']['distribution']} (smallest $p = {num(s['min_ks_p'], 3)}$), and the "
+            f"loss-event counts differ beyond Poisson noise in {s['failed_checks']['loss_events']} "
+            f"(Fig.~\\ref{{fig:dilation-check}}).")
+        if s["variants_all_agree"]:
+            names = ", ".join(escape(T.label(v)) for v in s["variants_all_agree"])
+            parts.append(f"Every comparison agrees for {names}.")
+    if s["not_judged"]:
+        parts.append(f"{s['not_judged']} comparison(s) are not judged: every run on one side was "
+                     f"flagged by its fidelity verdict or is missing.")
+    parts.append(escape(ds.note()) + ".")
+    return " ".join(parts)
+
+
+def write(ds: T.Dataset | None, campaign: str | None, fig_dir: Path, out_tex: Path,
+          out_json: Path | None = None) -> dict:
+    """dilation-check.{pdf,png,tex} in fig_dir (when there is data), the paragraph in
+    out_tex, the comparisons in out_json. ds None: the campaign has no results."""
+    results = results_of(ds) if ds is not None else []
+    s = dc.summary(results)
+    rates = [r["rate_bps"] for r in results if r["rate_bps"] == r["rate_bps"]]
+    rate = float(np.median(rates)) if rates else math.nan
+    lines = ["% generated by tcpeval dilation-check"]
+    if s["judged"]:
+        prefix = Path(fig_dir) / "dilation-check"
+        draw(results, prefix)
+        _write_tex(prefix, "Time dilation cross-validated: each port's mean throughput on a path "
+                           f"slowed $k$-fold (read back in virtual units) against the same path at $k = 1$, "
+                           f"means over repetitions with the same drop sequences; the band is "
+                           f"$\\pm${num(100 * dc.MEAN_TOLERANCE, 0)}\\,\\%, outlined markers disagree. "
+                           + escape(ds.note()) + ".", "fig:dilation-check", width="0.6\\linewidth")
+        lines.append("\\input{generated/figures/dilation-check.tex}")
+    lines.append(_sentence(s, ds, campaign, rate))
+    out_tex = Path(out_tex)
+    out_tex.parent.mkdir(parents=True, exist_ok=True)
+    out_tex.write_text("\n".join(lines) + "\n")
+    if out_json:
+        Path(out_json).parent.mkdir(parents=True, exist_ok=True)
+        Path(out_json).write_text(json.dumps({"campaign": campaign, "rate_bps": rate, "summary": s,
+                                              "results": results}, indent=1, default=_json_default))
+    return {"summary": s, "results": results}
+
+
+def _json_default(x):
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    if isinstance(x, (np.bool_,)):
+        return bool(x)
+    raise TypeError(type(x))
+
+
+def table(results: list[dict]) -> str:
+    """The comparisons as a plain-text table (make validate-dilation prints it)."""
+    lines = [f"{'variant':9s} {'RTT':>5s} {'drop':>6s} {'k':>3s} {'mean k=1':>9s} {'mean k':>9s} "
+             f"{'diff':>6s} {'KS p':>6s} {'losses':>13s}  {'ok runs':>7s}  agree"]
+    for r in results:
+        head = f"{r['variant']:9s} {r['rtt_ms']:5g} {r['drop']:6g} {r['factor']:3d} "
+        if not r["judged"]:
+            lines.append(head + f" not judged: {r['why']}")
+            continue
+        bad = [c for c, ok in r["checks"].items() if not ok]
+        lines.append(head + f"{r['mean_bps'][0] / GBPS:9.3f} {r['mean_bps'][1] / GBPS:9.3f} "
+                     f"{100 * r['mean_rel_diff']:+5.1f}% {r['ks_p']:6.3f} "
+                     f"{r['loss_events'][0]:6d}/{r['loss_events'][1]:<6d}  "
+                     f"{r['ok_runs'][0]}/{r['runs'][0]} {r['ok_runs'][1]}/{r['runs'][1]}  "
+                     + ("yes" if r["agree"] else "NO: " + ", ".join(bad)))
+    return "\n".join(lines)
