@@ -5,10 +5,14 @@ CAMPAIGN ?= smoke
 BACKEND ?= emulated
 PROFILE ?= workflow/profiles/default
 SNAKEMAKE_ARGS ?=
+CONFIG_ARGS ?=
 PYTEST_ARGS ?=
 
 VENV := .venv/bin
-SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE) --config campaign=$(CAMPAIGN) backend=$(BACKEND)
+# Targets go before --config, which takes every name=value after it (a target after it is
+# refused as a config entry); CONFIG_ARGS adds entries, e.g. CONFIG_ARGS=include_flagged=true.
+SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE)
+CONFIG = --config campaign=$(CAMPAIGN) backend=$(BACKEND) $(CONFIG_ARGS)
 
 .PHONY: bootstrap paper validation validate-dilation runs dry-run report test test-all bench status design data-push data-pull cleanup clean help
 
@@ -31,22 +35,22 @@ bootstrap:
 	@tools/bootstrap.sh
 
 paper: bootstrap
-	$(SNAKEMAKE) $(SNAKEMAKE_ARGS)
+	$(SNAKEMAKE) $(SNAKEMAKE_ARGS) $(CONFIG)
 
 # The validation campaign (Reno vs the Mathis model and the kernel's Reno, about 4 h of
 # traffic), then the manuscript of CAMPAIGN, which now shows it.
 validation: bootstrap
-	$(VENV)/snakemake --profile $(PROFILE) --config campaign=validation backend=$(BACKEND) analysis $(SNAKEMAKE_ARGS)
-	$(SNAKEMAKE) $(SNAKEMAKE_ARGS)
+	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) --config campaign=validation backend=$(BACKEND) $(CONFIG_ARGS)
+	$(SNAKEMAKE) $(SNAKEMAKE_ARGS) $(CONFIG)
 
 runs: bootstrap
-	$(SNAKEMAKE) runs $(SNAKEMAKE_ARGS)
+	$(SNAKEMAKE) runs $(SNAKEMAKE_ARGS) $(CONFIG)
 
 dry-run: bootstrap
-	$(SNAKEMAKE) -n -q rules $(SNAKEMAKE_ARGS)
+	$(SNAKEMAKE) -n -q rules $(SNAKEMAKE_ARGS) $(CONFIG)
 
 report: bootstrap
-	$(SNAKEMAKE) --report results/report-$(BACKEND)-$(CAMPAIGN).html $(SNAKEMAKE_ARGS)
+	$(SNAKEMAKE) --report results/report-$(BACKEND)-$(CAMPAIGN).html $(SNAKEMAKE_ARGS) $(CONFIG)
 
 status: bootstrap
 	$(VENV)/tcpeval design status --campaign $(CAMPAIGN) --backend $(BACKEND)
@@ -67,8 +71,8 @@ test-all: bootstrap
 DILATION_CAMPAIGN ?= dilation
 DILATION_RESULTS := results/emulated/$(DILATION_CAMPAIGN)
 validate-dilation: bootstrap
-	$(VENV)/snakemake --profile $(PROFILE) --config campaign=$(DILATION_CAMPAIGN) backend=emulated analysis $(SNAKEMAKE_ARGS)
-	$(SNAKEMAKE) $(SNAKEMAKE_ARGS)
+	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) --config campaign=$(DILATION_CAMPAIGN) backend=emulated $(CONFIG_ARGS)
+	$(SNAKEMAKE) $(SNAKEMAKE_ARGS) $(CONFIG)
 	$(VENV)/tcpeval dilation-check --results $(DILATION_RESULTS) --fig-dir $(DILATION_RESULTS)/figures \
 	  --out-tex $(DILATION_RESULTS)/dilation-check.tex --out-json $(DILATION_RESULTS)/dilation-check.json --table --strict
 
