@@ -38,6 +38,8 @@ def test_a_forced_factor_runs_the_physical_path_and_reads_back_virtual(backend, 
     if line is not None:
         assert sorted(float(ms) for ms in line["late_ge_ms"]) == [0.5 * k, 1.0 * k, 2.0 * k, 5.0 * k]
     assert rec["fidelity"]["tolerances"]["dilation"]["factor"] == k
+    # receivers ACK as 3.16 did: the drop stage cleared PSH on full-sized segments
+    assert rec["mechanisms"]["push_flag"]["segments"] > 0
     # read back in the virtual path's units: the condition's RTT, rate and duration
     virtual = dilation.to_virtual(rec)
     assert virtual["measured"]["rtt_ms"] == pytest.approx(6.2, abs=0.2)

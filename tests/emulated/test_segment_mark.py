@@ -67,3 +67,42 @@ def test_consecutive_segments_of_a_flow_always_differ(art, tool):
 def test_non_tcp_is_left_alone(art, tool):
     udp = frame(0x00, 1, proto=17)
     assert run_mark(tool, art, udp) == udp
+
+
+def tcp_frame(payload: int, flags: int) -> bytes:
+    """Ethernet + IPv4 + TCP with a valid TCP checksum and `payload` bytes of data."""
+    src, dst = bytes([10, 77, 1, 2]), bytes([10, 77, 100, 11])
+    data = bytes(i % 251 for i in range(payload))
+    tcp = struct.pack("!HHIIBBHHH", 40000, 5201, 123456, 654321, 5 << 4, flags, 502, 0, 0) + data
+    pseudo = src + dst + struct.pack("!BBH", 0, 6, len(tcp))
+    tcp = tcp[:16] + struct.pack("!H", ip_checksum(pseudo + tcp + bytes(len(tcp) % 2))) + tcp[18:]
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 7, 0x4000, 64, 6, 0, src, dst)
+    hdr = hdr[:10] + struct.pack("!H", ip_checksum(hdr)) + hdr[12:]
+    return bytes.fromhex("020000000001" "020000000002" "0800") + hdr + tcp
+
+
+def tcp_checksum_ok(frame_: bytes) -> bool:
+    ip, tcp = frame_[14:34], frame_[34:]
+    pseudo = ip[12:20] + struct.pack("!BBH", 0, 6, len(tcp))
+    return ip_checksum(pseudo + tcp + bytes(len(tcp) % 2)) == 0
+
+
+PSH, ACK = 0x08, 0x10
+
+
+@pytest.mark.root
+def test_the_drop_stage_clears_push_on_full_sized_segments_only(art):
+    # 3.16 receivers ACKed every second full-sized segment, PSH or not; 6.6+ ACK a
+    # full-sized PSH segment at once -- the drop stage clears the flag (clear_push)
+    full = tcp_frame(1460, PSH | ACK)
+    assert len(full) == 1514 and tcp_checksum_ok(full)
+    after = run_mark("bpf", art, full)
+    assert after[34 + 13] == ACK                      # PSH cleared, ACK kept
+    assert tcp_checksum_ok(after)                     # checksum updated
+    assert after[34 + 14:] == full[34 + 14:34 + 16] + after[34 + 16:34 + 18] + full[34 + 18:]
+    # a small segment keeps its PSH (3.16 treated those as pushed as well), as does a
+    # full-sized one without it
+    small = tcp_frame(100, PSH | ACK)
+    assert run_mark("bpf", art, small)[34 + 13] == PSH | ACK
+    plain = tcp_frame(1460, ACK)
+    assert run_mark("bpf", art, plain)[34:] == plain[34:]

@@ -100,3 +100,19 @@ def test_the_paragraph_and_figure_compile_with_their_reference(dilation_results,
                        cwd=tmp_path, capture_output=True, check=True, timeout=120)
     log = (tmp_path / "main.log").read_text(errors="replace")
     assert "undefined" not in log.lower() and (tmp_path / "main.pdf").stat().st_size > 5000
+
+
+def test_the_paragraph_says_why_runs_were_left_out_per_factor():
+    import pandas as pd
+
+    expected = pd.DataFrame({"run": [f"r{i}" for i in range(6)],
+                             "criterion": ["dilation_k1"] * 2 + ["dilation_k2"] * 2 + ["dilation_k4"] * 2})
+    flagged = pd.DataFrame({"run": ["r3", "r4", "r5"], "criterion": ["dilation_k2", "dilation_k4", "dilation_k4"],
+                            "flag_reasons": ["ACK clock: receivers sent 1.90 ...",
+                                             "ACK clock: receivers sent 1.72 ...; delay line: 9/100 frames ...",
+                                             "ACK clock: receivers sent 1.71 ..."]})
+    ds = tables.Dataset(runs=pd.DataFrame(), flows=pd.DataFrame(), expected=expected, include_flagged=False)
+    ds._flagged_df = flagged
+    assert dilation_check.flag_summary(ds) == (
+        "Flagged by their fidelity verdict and left out: 1 of 2 runs at $k = 2$ (ACK clock); "
+        "2 of 2 runs at $k = 4$ (ACK clock, delay line).")

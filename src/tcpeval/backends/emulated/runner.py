@@ -719,6 +719,11 @@ class EmulatedBackend:
                                      "(or, with netem, the switch) carries",
                              "why": "keeps the kernel from merging backlogged segments and ACKs "
                                     "(tcp_add_backlog, Linux >= 5.0); 3.16 processed each one"},
+            "push_flag": {"what": "the drop stage clears PSH on full-sized (MTU) data segments",
+                          "why": "receivers since Linux 6.6 ACK a full-sized PSH segment at once "
+                                 "when their reader keeps up (ICSK_ACK_PUSHED); 3.16 receivers "
+                                 "ACKed every second one",
+                          "segments": counters.get("push_cleared")},
             "placement": place,
             "dilation": _dilation_record(condition, plan, endpoint_sysctls),
             "keep_awake": keep_awake.describe(),

@@ -7,7 +7,8 @@
  *   tevbpf read MAP_ID                             -> all registers as JSON
  *   tevbpf read MAP_ID OFFSET                      -> one register, like rdaxi: "0xOFF = 0xVALUE"
  *   tevbpf testrun OBJ SEED THRESHOLD N            BPF_PROG_TEST_RUN N packets
- *   tevbpf marktest OBJ HEXFRAME                   BPF_PROG_TEST_RUN of the segment mark
+ *   tevbpf marktest OBJ HEXFRAME                   BPF_PROG_TEST_RUN of the drop stage's frame
+ *                                                  edits (segment mark, PSH on full-sized segments)
  *                                                  on one frame -> the frame out, in hex
  *   tevbpf fwd OBJ IFNAME IPv4=OUTIF,DSTMAC,SRCMAC ...
  *                                                  the switch's L2 forwarding (tev_l2fwd) at
@@ -37,6 +38,7 @@ struct drop_regs {
 	uint32_t state;
 	uint32_t lock; /* struct bpf_spin_lock */
 	uint32_t max_len, over_mtu; /* evidence: largest frame, frames > 1514 B */
+	uint32_t push_cleared; /* full-sized segments whose PSH the drop stage cleared */
 };
 
 #define SEED_IF_ZERO 0x2545F491u
@@ -105,7 +107,7 @@ static void reg_write(struct drop_regs *r, unsigned off, uint32_t v)
 			r->state = effective_seed(r->seed);
 		if (v & 4u)
 			r->seen_lo = r->seen_hi = r->dropped_lo = r->dropped_hi = r->max_len =
-				r->over_mtu = 0;
+				r->over_mtu = r->push_cleared = 0;
 		break;
 	case 0x04: r->threshold_lo = v; break;
 	case 0x08: r->threshold_hi = v & 1u; break;
@@ -120,10 +122,11 @@ static void print_regs(const struct drop_regs *r)
 {
 	printf("{\"control\":%u,\"threshold_lo\":%u,\"threshold_hi\":%u,\"seed\":%u,"
 	       "\"seen\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"state\":%u,"
-	       "\"max_frame_bytes\":%u,\"frames_over_mtu\":%u}\n",
+	       "\"max_frame_bytes\":%u,\"frames_over_mtu\":%u,\"push_cleared\":%u}\n",
 	       r->control, r->threshold_lo, r->threshold_hi, r->seed,
 	       ((uint64_t)r->seen_hi << 32) | r->seen_lo,
-	       ((uint64_t)r->dropped_hi << 32) | r->dropped_lo, r->state, r->max_len, r->over_mtu);
+	       ((uint64_t)r->dropped_hi << 32) | r->dropped_lo, r->state, r->max_len, r->over_mtu,
+	       r->push_cleared);
 }
 
 static void attach_one(struct bpf_program *prog, const char *ifname, int ingress, int prio,
@@ -295,7 +298,7 @@ static int cmd_testrun(int argc, char **argv)
 
 static int cmd_marktest(int argc, char **argv)
 {
-	unsigned char in[256], out[256];
+	unsigned char in[2048], out[2048];
 	size_t n = 0;
 	if (argc != 4 || strlen(argv[3]) % 2 || strlen(argv[3]) / 2 > sizeof(in)) {
 		fprintf(stderr, "usage: tevbpf marktest OBJ HEXFRAME (at most %zu bytes)\n", sizeof(in));
