@@ -69,7 +69,9 @@ def draw(results: list[dict], prefix: Path) -> list[Path]:
     ax_p.set_ylabel("KS p-value, per-interval")
     for k in factors:
         ax_m.scatter([], [], marker=MARKERS.get(k, "^"), color="0.4", s=18, label=f"k = {k}")
-    ax_m.legend(fontsize=6, frameon=False, loc="upper left", ncol=len(factors))
+    # above the axes: the points may lie anywhere inside
+    ax_m.legend(fontsize=6, frameon=False, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(factors),
+                borderaxespad=0.2)
     fig.tight_layout()
     return _save(fig, prefix)
 
