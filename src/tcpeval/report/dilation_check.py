@@ -1,6 +1,7 @@
-"""The cross-validation of time dilation in the manuscript's method section: a figure
-(each condition's virtual mean throughput at k = 2 and 4 against k = 1) and a paragraph
-whose numbers come from the campaign's tables (tcpeval.analysis.dilation_check).
+"""The cross-validation of time dilation in the manuscript's setup section: a figure (per
+comparison of a condition at k > 1 with k = 1, the mean's difference and the KS p-value)
+and a paragraph whose numbers come from the campaign's tables
+(tcpeval.analysis.dilation_check).
 """
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ def draw(results: list[dict], prefix: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     _style()
+    order = _order([r["variant"] for r in results])
     conds = sorted({(r["variant"], r["rtt_ms"], r["drop"]) for r in results},
-                   key=lambda c: (_order([r["variant"] for r in results]).index(c[0]), c[1], c[2]))
+                   key=lambda c: (order.index(c[0]), c[1], c[2]))
     factors = sorted({r["factor"] for r in results})
     colours = _palette([c[0] for c in conds])
     multi_rtt = len({c[1] for c in conds}) > 1
@@ -159,18 +161,8 @@ def write(ds: T.Dataset | None, campaign: str | None, fig_dir: Path, out_tex: Pa
     if out_json:
         Path(out_json).parent.mkdir(parents=True, exist_ok=True)
         Path(out_json).write_text(json.dumps({"campaign": campaign, "rate_bps": rate, "summary": s,
-                                              "results": results}, indent=1, default=_json_default))
+                                              "results": results}, indent=1, default=str))
     return {"summary": s, "results": results}
-
-
-def _json_default(x):
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating,)):
-        return float(x)
-    if isinstance(x, (np.bool_,)):
-        return bool(x)
-    raise TypeError(type(x))
 
 
 def table(results: list[dict]) -> str:
