@@ -40,6 +40,11 @@ def _context(args):
     return ds, design, campaign, backend
 
 
+def _dataset_if_run(args):
+    """The dataset of --results (_context), or None where its campaign has no tables yet."""
+    return _context(args)[0] if (Path(args.results) / "runs.parquet").exists() else None
+
+
 def cmd_figure(args) -> int:
     from tcpeval.report import figures
 
@@ -129,40 +134,20 @@ def cmd_macros(args) -> int:
 
 
 def cmd_validation(args) -> int:
-    from tcpeval import spec
-    from tcpeval.analysis import tables
     from tcpeval.report import validation
 
-    results = Path(args.results)
-    ds = None
-    if (results / "runs.parquet").exists():
-        try:
-            design = spec.load_design(args.design)
-            ds = tables.load(results, design, args.campaign or results.name, args.backend or results.parent.name,
-                             include_flagged=args.include_flagged)
-        except spec.SpecError as err:
-            raise UserError(str(err)) from None
-    s = validation.write(ds, Path(args.fig_dir), Path(args.out_tex))
+    s = validation.write(_dataset_if_run(args), Path(args.fig_dir), Path(args.out_tex))
     print(json.dumps(s, default=str))
     return 0
 
 
 def cmd_dilation_check(args) -> int:
-    from tcpeval import spec
-    from tcpeval.analysis import tables
     from tcpeval.report import dilation_check
 
     results = Path(args.results)
     campaign = args.campaign or results.name
-    ds = None
-    if (results / "runs.parquet").exists():
-        try:
-            design = spec.load_design(args.design)
-            ds = tables.load(results, design, campaign, args.backend or results.parent.name,
-                             include_flagged=args.include_flagged)
-        except spec.SpecError as err:
-            raise UserError(str(err)) from None
-    elif args.strict:
+    ds = _dataset_if_run(args)
+    if ds is None and args.strict:
         raise UserError(f"{results / 'runs.parquet'}: no tables of the cross-validation; run "
                         f"`make validate-dilation` (campaign dilation or dilation-quick)")
     out = dilation_check.write(ds, campaign if ds is not None else None, Path(args.fig_dir),
