@@ -1,4 +1,5 @@
-"""The per-packet path's shortcuts keep its semantics: the senders' TSO frames are split
+"""The per-packet path's shortcuts keep its semantics: the senders' TSO frames (10 us of
+the bottleneck at most, so they queue no more than the pair an ACK releases) are split
 before the drop stage (which sees only wire-sized frames, one decision each), the switch's
 L2 redirect (not IP forwarding) carries the data through the bottleneck's queue, the
 segment mark keeps the kernel from merging segments or ACKs, and the CPU placement keeps
@@ -9,6 +10,7 @@ import os
 
 import pytest
 
+from tcpeval.backends.emulated.topology import sender_gso_max_segs
 from tcpeval.spec import adhoc_condition
 
 from emulated_helpers import nothing_left, run_id_of
@@ -38,6 +40,9 @@ def test_wire_sized_frames_through_l2_switch(backend, tmp_path, variants, rate):
         assert v["tcp-segmentation-offload"] == want, k
         assert v["generic-segmentation-offload"] == want, k
         assert v["generic-receive-offload"] == "off", k
+        # a sender's frame holds at most 10 us of the bottleneck: two segments at this rate
+        assert (v["gso_max_segs"] == 2) if k in senders else v["gso_max_segs"] > 44, k
+    assert record["mechanisms"]["rate_detail"]["sender_frame_segments"] == sender_gso_max_segs(rate) == 2
     # one drop stage on every receiver's link
     assert [d.split(":")[0] for d in record["mechanisms"]["drop_detail"]["devices"]] == \
         [f"r{i}" for i in range(1, len(variants) + 1)]

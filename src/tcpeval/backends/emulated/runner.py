@@ -219,8 +219,9 @@ def _dilation_record(condition, plan: "Plan", endpoint_sysctls: dict) -> dict:
                              "it only fires for a lone unacknowledged segment, which bulk "
                              "transfer with ACKs every second segment rarely leaves",
         "initial_rto": "1 s before the first RTT sample (connection set-up only)",
-        "tso_autosizing": "TSO frames are sized to ~1 ms of the physical rate (the bottleneck "
-                          "splits them into wire packets)",
+        "tso_autosizing": f"TSO frames are sized to ~1 ms of the physical rate, but capped at "
+                          f"{topology.SENDER_BURST_S * 1e6:g} us of the virtual bottleneck "
+                          f"(gso_max_segs), so their size is the same at every k",
         "rtt_based_timers": "RTO, TLP and RACK follow the measured (physical) RTT, i.e. they "
                             "scale by themselves"}
     if k > 1:
@@ -461,6 +462,8 @@ class EmulatedBackend:
                 topo.set_receive_window(rwin)
                 # bottleneck: rate + buffer
                 if plan.rate_bps is not None:
+                    sender_segs = topology.sender_gso_max_segs(plan.rate_bps * plan.dilation, WIRE_FRAME_BYTES)
+                    topo.cap_sender_frames(sender_segs)
                     rate_bytes = plan.rate_bps / 8
                     burst = max(2 * WIRE_FRAME_BYTES, int(rate_bytes * TBF_BURST_S))
                     # peak bucket of one wire frame: TBF then splits every TSO frame into
@@ -475,7 +478,8 @@ class EmulatedBackend:
                     rate_mech = {"mechanism": "tbf", "device": topo.bottleneck_dev,
                                  "rate_bps": plan.rate_bps, "burst_bytes": burst,
                                  "peakrate_bps": peak, "mtu_bytes": WIRE_FRAME_BYTES,
-                                 "limit_bytes": max(plan.buffer_bytes, WIRE_FRAME_BYTES)}
+                                 "limit_bytes": max(plan.buffer_bytes, WIRE_FRAME_BYTES),
+                                 "sender_frame_segments": sender_segs}
                 else:
                     rate_mech = {"mechanism": "none (unshaped calibration)"}
                 # drop module
@@ -703,7 +707,10 @@ class EmulatedBackend:
                             "threshold": threshold, "seed": plan.seed, "concurrency": dropper.concurrency,
                             "wire_sized_packets": {
                                 "offloads": "TSO and GSO on at the senders' veths (the paper's NICs "
-                                            "did TSO); off on every switch port, so TSO frames are "
+                                            f"did TSO), frames of at most {topology.SENDER_BURST_S * 1e6:g} us "
+                                            "of the virtual bottleneck (gso_max_segs; the paper's senders "
+                                            "sent at the bottleneck's rate, so bursts queued nowhere); off "
+                                            "on every switch port, so TSO frames are "
                                             "split into wire packets by the bottleneck's TBF (or "
                                             "the port's transmit path) before the drop stage; "
                                             "GRO/LRO off everywhere",
