@@ -22,6 +22,41 @@ def test_ks_tells_one_distribution_from_a_shifted_one():
     assert dc.ks_2samp(a, b + 0.5)[1] < 1e-6
 
 
+def _ar1(rng, rho, n):
+    x = np.empty(n)
+    x[0] = rng.normal()
+    for i in range(1, n):
+        x[i] = rho * x[i - 1] + math.sqrt(1 - rho * rho) * rng.normal()
+    return x
+
+
+def test_effective_size_discounts_a_correlated_series_and_never_inflates_one():
+    rng = np.random.default_rng(3)
+    assert dc.effective_size(rng.normal(size=1000)) == pytest.approx(1000, rel=0.1)
+    assert dc.effective_size(_ar1(rng, 0.9, 1000)) == pytest.approx(1000 * 0.1 / 1.9, rel=0.5)
+    alternating = np.tile([1.0, -1.0], 50)  # r = -1: still at most n
+    assert dc.effective_size(alternating) == 100
+    assert dc.effective_size(np.ones(20)) == 20
+
+
+def test_ks_on_correlated_intervals_rejects_about_alpha_of_equal_pairs():
+    # two runs of the same sawtooth-like process (AR(1), r = 0.9): the plain test takes
+    # 160 intervals for 160 draws and "rejects" most pairs; with effective sizes it
+    # rejects about as often as alpha says
+    rng = np.random.default_rng(11)
+    plain = corrected = 0
+    trials = 200
+    for _ in range(trials):
+        a, b = _ar1(rng, 0.9, 160), _ar1(rng, 0.9, 160)
+        plain += dc.ks_2samp(a, b)[1] < 0.01
+        corrected += dc.ks_2samp(a, b, dc.effective_size(a), dc.effective_size(b))[1] < 0.01
+    assert plain > 0.3 * trials
+    assert corrected <= 0.05 * trials
+    # and a real shift of one standard deviation is still found
+    a, b = _ar1(rng, 0.9, 800), _ar1(rng, 0.9, 800) + 1.0
+    assert dc.ks_2samp(a, b, dc.effective_size(a), dc.effective_size(b))[1] < 0.01
+
+
 def _rates(seed, mean=1e9, n=200):
     return np.random.default_rng(seed).normal(mean, 0.1 * mean, n)
 

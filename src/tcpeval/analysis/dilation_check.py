@@ -5,7 +5,12 @@ dilation_k1/k2/k4; `make validate-dilation`).
 For one condition (variant, RTT, drop, rate) and one factor k, against k = 1:
 - mean throughput: the mean over repetitions agrees within MEAN_TOLERANCE;
 - per-interval throughput: a two-sample Kolmogorov-Smirnov test over the steady-state
-  intervals of all repetitions does not reject equality at KS_ALPHA;
+  intervals of all repetitions does not reject equality at KS_ALPHA. Successive intervals
+  of one run are not independent (a Reno sawtooth spans dozens), which the KS p-value
+  assumes; it is computed with each side's effective sample size instead, sum over runs
+  of n (1 - r) / (1 + r), r the run's lag-1 autocorrelation (an AR(1) series; clipped to
+  [0, RHO_MAX]) -- without it, 162 intervals of a sawtooth count as 162 draws and
+  sub-percent differences "reject";
 - loss events: the dropped-packet counts agree within Poisson noise (LOSS_SIGMAS standard
   deviations) or LOSS_TOLERANCE, whichever is wider -- summed over the repetitions usable
   at both factors (repetition r meets the same drop sequence at every k), else over the
@@ -28,6 +33,7 @@ KS_ALPHA = 0.01
 LOSS_SIGMAS = 3.0
 LOSS_TOLERANCE = 0.05
 STEADY_FROM = 0.2  # share of the run left out as start-up (slow start)
+RHO_MAX = 0.95  # a run counts as at least n / 39 independent intervals
 CRITERION_PREFIX = "dilation_k"
 
 
@@ -38,20 +44,34 @@ class Side:
     expected: int                                   # runs the campaign asks for
     means_bps: list = field(default_factory=list)   # per usable run, virtual
     intervals_bps: np.ndarray = field(default_factory=lambda: np.zeros(0))  # steady state, all runs
+    effective_n: float = 0.0                        # of those intervals, as independent draws
     dropped: dict = field(default_factory=dict)     # repetition -> dropped packets, usable runs
 
 
-def ks_2samp(a, b) -> tuple[float, float]:
+def effective_size(series) -> float:
+    """Independent draws a stationary series is worth: n (1 - r) / (1 + r), r its lag-1
+    autocorrelation clipped to [0, RHO_MAX] (never more than n)."""
+    x = np.asarray(series, float)
+    n = x.size
+    if n < 3 or np.std(x) == 0:
+        return float(n)
+    r = float(np.corrcoef(x[:-1], x[1:])[0, 1])
+    r = min(RHO_MAX, max(0.0, r)) if r == r else 0.0
+    return n * (1 - r) / (1 + r)
+
+
+def ks_2samp(a, b, n_a: float | None = None, n_b: float | None = None) -> tuple[float, float]:
     """Two-sample Kolmogorov-Smirnov statistic D and its asymptotic p-value
-    (Kolmogorov distribution, Stephens' small-sample correction)."""
+    (Kolmogorov distribution, Stephens' small-sample correction), for samples worth
+    n_a and n_b independent draws (default: their sizes)."""
     a, b = np.sort(np.asarray(a, float)), np.sort(np.asarray(b, float))
-    n, m = a.size, b.size
-    if n == 0 or m == 0:
+    if a.size == 0 or b.size == 0:
         return math.nan, math.nan
     grid = np.concatenate([a, b])
-    cdf_a = np.searchsorted(a, grid, side="right") / n
-    cdf_b = np.searchsorted(b, grid, side="right") / m
+    cdf_a = np.searchsorted(a, grid, side="right") / a.size
+    cdf_b = np.searchsorted(b, grid, side="right") / b.size
     d = float(np.max(np.abs(cdf_a - cdf_b)))
+    n, m = n_a or a.size, n_b or b.size
     en = math.sqrt(n * m / (n + m))
     lam = (en + 0.12 + 0.11 / en) * d
     if lam < 1e-3:
@@ -69,11 +89,11 @@ def compare(ref: Side, dil: Side) -> dict:
         return {**base, "judged": False,
                 "why": f"no usable k = {side.factor} run (flagged or missing: the host, not the method)",
                 "mean_bps": [math.nan, math.nan], "mean_rel_diff": math.nan, "ks_d": math.nan,
-                "ks_p": math.nan, "loss_events": [0, 0], "loss_band": math.nan, "loss_reps": [],
+                "ks_p": math.nan, "ks_effective_n": [0.0, 0.0], "loss_events": [0, 0], "loss_band": math.nan, "loss_reps": [],
                 "checks": {}, "agree": False}
     m1, mk = float(np.mean(ref.means_bps)), float(np.mean(dil.means_bps))
     rel = (mk - m1) / m1 if m1 else math.nan
-    d, p = ks_2samp(ref.intervals_bps, dil.intervals_bps)
+    d, p = ks_2samp(ref.intervals_bps, dil.intervals_bps, ref.effective_n or None, dil.effective_n or None)
     paired = sorted(set(ref.dropped) & set(dil.dropped))
     if paired:
         l1, lk = (int(sum(side.dropped[r] for r in paired)) for side in (ref, dil))
@@ -111,6 +131,7 @@ def _side(factor: int, expected: pd.DataFrame, runs: pd.DataFrame, samples_by_ru
         s = s[s["flow"] == s["flow"].min()]  # the condition's one flow
         parts.append(s.loc[s["t_s"] > STEADY_FROM * duration, "throughput_bps"].to_numpy(float))
     side.intervals_bps = np.concatenate(parts) if parts else np.zeros(0)
+    side.effective_n = float(sum(effective_size(x) for x in parts))
     return side
 
 
@@ -159,5 +180,5 @@ def summary(results: list[dict]) -> dict:
                           for c in ("mean", "distribution", "loss_events")},
         "tolerances": {"mean": MEAN_TOLERANCE, "ks_alpha": KS_ALPHA,
                        "loss_sigmas": LOSS_SIGMAS, "loss_tolerance": LOSS_TOLERANCE,
-                       "steady_from": STEADY_FROM},
+                       "steady_from": STEADY_FROM, "ks_rho_max": RHO_MAX},
     }

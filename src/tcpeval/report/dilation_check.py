@@ -120,7 +120,9 @@ def _sentence(s: dict, ds: T.Dataset | None, campaign: str | None, rate_bps: flo
             f"Of the {s['judged']} comparisons with usable runs on both sides, {s['agree']} agree: the mean "
             f"throughputs differ by at most {_pct(s['max_abs_mean_diff'])}\\,\\% (tolerance "
             f"{num(100 * dc.MEAN_TOLERANCE, 0)}\\,\\%), a two-sample Kolmogorov-Smirnov test at "
-            f"$\\alpha = {dc.KS_ALPHA:g}$ tells the per-interval distributions apart in "
+            f"$\\alpha = {dc.KS_ALPHA:g}$ (successive intervals of a run are correlated, so each side "
+            f"counts as its effective number of independent intervals) tells the per-interval "
+            f"distributions apart in "
             f"{s['failed_checks']['distribution']} (smallest {_p(s['min_ks_p'])}), and the "
             f"loss-event counts differ beyond Poisson noise in {s['failed_checks']['loss_events']} "
             f"(Fig.~\\ref{{fig:dilation-check}}).")
