@@ -258,7 +258,8 @@ def test_adhoc_dilation_is_checked_and_kept_through_a_dict():
 def test_the_dilation_campaigns_differ_only_in_the_factor_and_share_drop_seeds(design):
     runs = spec.expand(design, "dilation")
     assert spec.counts_by_criterion(runs) == {"dilation_k1": 108, "dilation_k2": 108, "dilation_k4": 108}
-    assert {r.rate_bps for r in runs} == {None}  # the host's faithful rate: k = 1 is a sound reference
+    # 0.2 Gbps, below the VM's calibrated faithful 0.3: k = 1 is a sound reference there
+    assert {r.rate_bps for r in runs} == {2e8}
     by_k = {}
     for r in runs:
         by_k.setdefault(r.criterion, {})[(r.flows[0].variant, r.rtt_ms, r.drop, r.rep)] = r
@@ -271,6 +272,7 @@ def test_the_dilation_campaigns_differ_only_in_the_factor_and_share_drop_seeds(d
     assert len({r.seed for r in by_k["dilation_k1"].values()}) == 108
     quick = spec.expand(design, "dilation-quick")
     assert len(quick) == 72 and {r.rtt_ms for r in quick} == {6.2} and {r.drop for r in quick} == {0, 1e-4}
+    assert {r.rate_bps for r in quick} == {2e8}
     # not part of the paper's matrix
     assert not {r.criterion for r in spec.expand(design, "paper")} & {"dilation_k1", "dilation_k2", "dilation_k4"}
 
