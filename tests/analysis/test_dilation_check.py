@@ -57,6 +57,21 @@ def test_ks_on_correlated_intervals_rejects_about_alpha_of_equal_pairs():
     assert dc.ks_2samp(a, b, dc.effective_size(a), dc.effective_size(b))[1] < 0.01
 
 
+def test_ks_resolution_forgives_offsets_below_it_and_only_those():
+    rng = np.random.default_rng(5)
+    full = 1e9 - np.abs(rng.normal(0, 1e6, 400))        # a full link: a point mass, 0.1 % jitter
+    shaky = full - np.abs(rng.normal(0, 4e6, 400))      # the same, with 0.4 % hiccups
+    assert dc.ks_2samp(full, shaky)[1] < 1e-6           # plain KS: "different"
+    assert dc.ks_2samp(full, shaky, resolution=1e7)[1] > 0.5  # within 1 % of the link: alike
+    # a shift beyond the resolution is still found, in either direction
+    for lower in (full - 2e7, full + 2e7):
+        assert dc.ks_2samp(full, lower, resolution=1e7)[1] < 1e-6
+    # no resolution: the plain statistic; the statistic never grows with the resolution
+    a, b = rng.normal(0, 1, 300), rng.normal(0.3, 1, 300)
+    d0 = dc.ks_2samp(a, b)[0]
+    assert d0 == dc.ks_2samp(a, b, resolution=0.0)[0] > dc.ks_2samp(a, b, resolution=0.2)[0]
+
+
 def _rates(seed, mean=1e9, n=200):
     return np.random.default_rng(seed).normal(mean, 0.1 * mean, n)
 
