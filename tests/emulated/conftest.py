@@ -28,8 +28,17 @@ def backend():
 MAX_TEST_RATE_BPS = 500e6
 
 
+# ... and at most this share of the faithful rate: calibration calls a rate faithful when
+# one of three attempts at 0.2 and 24.2 ms comes out ok; the tests' 2-ms, 2-s runs need a
+# margin (on the 2-vCPU VM at 0.3 Gbps, with the senders' two-segment frames, both
+# test_fastpath runs were flagged in all five attempts).
+TEST_RATE_SHARE = 2 / 3
+
+
 @pytest.fixture(scope="session")
 def rate(backend):
-    """The bottleneck rate of the tests' short runs: MAX_TEST_RATE_BPS or the host's
-    calibrated faithful rate, whichever is lower (this VM: 0.2-2.9 Gbps by the hour)."""
-    return min(MAX_TEST_RATE_BPS, backend.calibrate(force=False)["default_rate_bps"])
+    """The bottleneck rate of the tests' short runs: MAX_TEST_RATE_BPS or TEST_RATE_SHARE
+    of the host's calibrated faithful rate, whichever is lower, on a 0.1 Gbps grid (this
+    VM: 0.3 Gbps faithful, so 0.2)."""
+    faithful = backend.calibrate(force=False)["default_rate_bps"]
+    return min(MAX_TEST_RATE_BPS, max(1e8, round(faithful * TEST_RATE_SHARE / 1e8) * 1e8))
