@@ -104,7 +104,8 @@ def compare(ref: Side, dil: Side, link_rate_bps: float = math.nan) -> dict:
         return {**base, "judged": False,
                 "why": f"no usable k = {side.factor} run (flagged or missing: the host, not the method)",
                 "mean_bps": [math.nan, math.nan], "mean_rel_diff": math.nan, "ks_d": math.nan,
-                "ks_p": math.nan, "ks_effective_n": [0.0, 0.0], "ks_resolution_bps": resolution, "loss_events": [0, 0], "loss_band": math.nan, "loss_reps": [],
+                "ks_p": math.nan, "ks_effective_n": [0.0, 0.0], "ks_resolution_bps": resolution,
+                "loss_events": [0, 0], "loss_band": math.nan, "loss_reps": [],
                 "checks": {}, "agree": False}
     m1, mk = float(np.mean(ref.means_bps)), float(np.mean(dil.means_bps))
     rel = (mk - m1) / m1 if m1 else math.nan
