@@ -81,11 +81,15 @@ def test_to_virtual_leaves_the_physical_trace_alone():
 
 
 def test_sender_frames_hold_the_same_virtual_time_at_every_factor():
+    from tcpeval.backends.emulated.runner import WIRE_FRAME_BYTES
     from tcpeval.backends.emulated.topology import SENDER_BURST_S, sender_gso_max_segs
-    wire_bits = 8 * 1514
+
+    def segs(rate_bps):
+        return sender_gso_max_segs(rate_bps, WIRE_FRAME_BYTES)
+    wire_bits = 8 * WIRE_FRAME_BYTES
     # the paper's 9.5 Gb/s: 7 segments (9.7 us at 9.5 Gb/s), whatever k slows it to
-    assert sender_gso_max_segs(9.5e9) == 7
+    assert segs(9.5e9) == 7
     assert 7 * wire_bits / 9.5e9 <= SENDER_BURST_S < 8 * wire_bits / 9.5e9
     # a slow bottleneck gets the pair one ACK releases anyway; a fast one a 64 KB frame
-    assert sender_gso_max_segs(0.3e9) == sender_gso_max_segs(1) == 2
-    assert sender_gso_max_segs(100e9) == 44
+    assert segs(0.3e9) == segs(1) == 2
+    assert segs(100e9) == 44

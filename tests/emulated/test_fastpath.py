@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from tcpeval.backends.emulated.runner import WIRE_FRAME_BYTES
 from tcpeval.backends.emulated.topology import sender_gso_max_segs
 from tcpeval.spec import adhoc_condition
 
@@ -42,7 +43,7 @@ def test_wire_sized_frames_through_l2_switch(backend, tmp_path, variants, rate):
         assert v["generic-receive-offload"] == "off", k
         # a sender's frame holds at most 10 us of the bottleneck: two segments at this rate
         assert (v["gso_max_segs"] == 2) if k in senders else v["gso_max_segs"] > 44, k
-    assert record["mechanisms"]["rate_detail"]["sender_frame_segments"] == sender_gso_max_segs(rate) == 2
+    assert record["mechanisms"]["rate_detail"]["sender_frame_segments"] == sender_gso_max_segs(rate, WIRE_FRAME_BYTES) == 2
     # one drop stage on every receiver's link
     assert [d.split(":")[0] for d in record["mechanisms"]["drop_detail"]["devices"]] == \
         [f"r{i}" for i in range(1, len(variants) + 1)]

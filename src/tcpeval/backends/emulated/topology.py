@@ -44,7 +44,7 @@ SENDER_BURST_S = 10e-6
 SENDER_GSO_SEGS = (2, 44)  # 44: what a 64 KB frame holds
 
 
-def sender_gso_max_segs(virtual_rate_bps: float, wire_frame_bytes: int = 1514) -> int:
+def sender_gso_max_segs(virtual_rate_bps: float, wire_frame_bytes: int) -> int:
     """Segments per sender TSO frame on a bottleneck of this virtual rate."""
     segs = int(virtual_rate_bps * SENDER_BURST_S / (8 * wire_frame_bytes))
     return max(SENDER_GSO_SEGS[0], min(SENDER_GSO_SEGS[1], segs))
