@@ -34,8 +34,13 @@ def main(argv=None) -> int:
     ap.add_argument("--rtts", default=",".join(map(str, RTTS)))
     ap.add_argument("--flows", default="1,2")
     ap.add_argument("--variant", default="cubic")
+    ap.add_argument("--dilation", default="auto",
+                    help="auto (the smallest factor that fits the calibrated faithful rate) or K, "
+                         "e.g. a larger factor than auto picks where auto misses the target")
     ap.add_argument("--out", default=str(REPO / "results" / "bench"))
     args = ap.parse_args(argv)
+    if args.dilation != "auto" and not (args.dilation.isdigit() and int(args.dilation) >= 1):
+        ap.error(f"--dilation: 'auto' or a whole factor >= 1, got {args.dilation!r}")
     if os.geteuid() != 0:
         print("bench_dilation: needs root; skipped", file=sys.stderr)
         return 0
@@ -50,7 +55,8 @@ def main(argv=None) -> int:
         for flows in (int(x) for x in args.flows.split(",")):
             for rtt in (float(x) for x in args.rtts.split(",")):
                 cond = adhoc_condition([args.variant] * flows, rtt, 0.0, args.duration,
-                                       rate_bps=RATE_BPS, seed=1, dilation="auto")
+                                       rate_bps=RATE_BPS, seed=1,
+                                       dilation=args.dilation if args.dilation == "auto" else int(args.dilation))
                 t0 = time.monotonic()
                 rec = backend.run(cond, Path(tmp) / f"f{flows}-rtt{rtt}")
                 wall = time.monotonic() - t0 - (rec["measured"].get("lock_wait_s") or 0.0)
@@ -69,7 +75,8 @@ def main(argv=None) -> int:
                       f"{wall / args.duration:.0f} s wall per virtual s", file=sys.stderr, flush=True)
     print(f"\ntime-dilated emulation on {socket.gethostname()} ({os.cpu_count()} CPUs, "
           f"{platform.release()}): {args.variant} at {RATE_BPS / 1e9:g} Gbps virtual, "
-          f"{args.duration:g} virtual s per run; faithful rate {cal['faithful_rate_bps'] / 1e9:.2f} Gbps")
+          f"{args.duration:g} virtual s per run; faithful rate {cal['faithful_rate_bps'] / 1e9:.2f} Gbps; "
+          f"dilation {args.dilation}")
     print(f"{'flows':>5} | {'RTT ms':>6} | {'factor':>6} | {'virtual Gbps':>12} | {'segs/ACK':>8} | "
           f"{'wall s / virtual s':>18} | verdict")
     for p in points:
@@ -85,7 +92,8 @@ def main(argv=None) -> int:
     path = out / f"dilation-{socket.gethostname()}-{time.strftime('%Y%m%dT%H%M%S')}.json"
     path.write_text(json.dumps({"host": socket.gethostname(), "kernel": platform.release(),
                                 "cpus": os.cpu_count(), "rate_bps": RATE_BPS, "duration_s": args.duration,
-                                "faithful_rate_bps": cal["faithful_rate_bps"], "points": points,
+                                "faithful_rate_bps": cal["faithful_rate_bps"], "dilation": args.dilation,
+                                "points": points,
                                 "met": met}, indent=1))
     print(f"written {path}")
     return 0

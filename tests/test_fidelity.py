@@ -89,6 +89,19 @@ def test_a_few_repaired_hooks_pass_and_many_are_flagged_per_algorithm():
     assert "reno316: 21 reductions without its ssthresh() of 1917" in reason and "bic316" not in reason
 
 
+def test_senders_that_start_their_connections_under_bbr_are_flagged_as_paced():
+    # BBR's init marks a socket for TCP-internal pacing and the mark survives iperf3's
+    # switch to the algorithm under test; 3.16 senders never paced
+    assert fidelity.pacing_check({"s1": "reno", "s2": "cubic"}) is None
+    assert fidelity.pacing_check({}) is None
+    reason = fidelity.pacing_check({"s1": "reno", "s2": "bbr"})
+    assert reason.startswith("pacing:") and "s2 (bbr)" in reason and "s1" not in reason
+    v = fidelity.verdict(p=0, seen=10, dropped=0, rtt_setting_ms=6.2, base_rtt_ms=0.1, rtt_ms=6.2,
+                         rate_bps=1e8, host_capacity_bps=2e8, achieved_bps=1e8, cpu_busy=0.5,
+                         delay_stats=None, sender_defaults={"s1": "bbr"})
+    assert v["verdict"] == "flagged" and any(r.startswith("pacing:") for r in v["reasons"])
+
+
 def test_only_host_trouble_is_transient():
     assert fidelity.transient_only(["delay line: 900/33447 frames held back 2 ms or more (max 15 ms)",
                                     "cc: the host ran ...", "window: ...", "rtt: measured 5.6 ms ..."])

@@ -29,6 +29,8 @@ def test_a_run_over_ssh_writes_a_valid_trace_with_the_drop_rate_realised(testbed
     assert record["fidelity"]["verdict"] == "ok", record["fidelity"]["reasons"]
     assert (tmp_path / "run" / "iperf3-flow0.json").exists() and (tmp_path / "run" / "run.log").exists()
     assert "net.ipv4.tcp_timestamps" in record["environment"]["sysctls"]["endpoints"]["s1"]
+    # the sender's connections start under a default that does not pace (3.16 did not)
+    assert record["environment"]["sysctls"]["endpoints"]["s1"]["net.ipv4.tcp_congestion_control"] == "reno"
 
 
 @pytest.mark.root

@@ -24,8 +24,14 @@ PAPER_SYSCTLS = {
 # no RACK loss detection (3.16 predates it), the 3.16 TSQ limit of 128 KB, no SACK
 # compression (4.19 on: a receiver holds back up to 44 SACKs; 3.16 sent each one), no
 # deferred ACKs while a socket's backlog is processed (6.8 on: one ACK for everything
-# that queued while the reader held the socket; 3.16 ACKed every second segment).
+# that queued while the reader held the socket; 3.16 ACKed every second segment), and
+# no TCP-internal pacing: the default algorithm is the one a connection starts with
+# before iperf3's -C switches it, and BBR's init marks the socket for pacing
+# (sk_pacing_status), a mark the switch keeps. The algorithm under test would then send
+# paced, 2 x cwnd/RTT in slow start, which 3.16 (without fq) never did; that alone fires
+# 3.16 HyStart's ACK-train test at ~75 segments. Reno is always built in and never paces.
 STACK_316 = {
+    "net.ipv4.tcp_congestion_control": "reno",
     "net.ipv4.tcp_recovery": 0,
     "net.ipv4.tcp_limit_output_bytes": 131072,
     "net.ipv4.tcp_comp_sack_nr": 0,

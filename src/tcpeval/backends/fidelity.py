@@ -198,12 +198,29 @@ def guard_check(guard: dict | None) -> str | None:
     return None
 
 
+# Built-in algorithms whose init() marks a socket for TCP-internal pacing; the mark
+# outlives a switch to another algorithm (TCP_CONGESTION after connect, as iperf3 -C does).
+PACING_DEFAULTS = frozenset({"bbr"})
+
+
+def pacing_check(sender_defaults: dict) -> str | None:
+    """sender_defaults: {sender: its net.ipv4.tcp_congestion_control}. 3.16 hosts (no fq
+    qdisc) never paced; a sender whose connections start under a pacing algorithm does."""
+    paced = sorted(f"{who} ({cc})" for who, cc in sender_defaults.items() if cc in PACING_DEFAULTS)
+    if paced:
+        return (f"pacing: connections of {', '.join(paced)} start under a default algorithm that "
+                "marks them for TCP-internal pacing, kept after iperf3 -C switches them; "
+                "3.16 senders did not pace")
+    return None
+
+
 def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, base_rtt_ms: float | None,
             rtt_ms: float | None, rate_bps: float, host_capacity_bps: float | None,
             achieved_bps: float | None, cpu_busy: float | None, delay_stats: dict | None,
             max_cwnd_bytes: float | None = None, buffer_bytes: float | None = None,
             segments_per_ack: float | None = None, receiver_acks: int | None = None,
             interval_bps: list = (), cc_guard: dict | None = None,
+            sender_defaults: dict | None = None,
             extra_reasons: list[str] = (), dilation: int = 1) -> dict:
     """Every time-valued argument is physical; `dilation` converts the tolerances."""
     k = dilation
@@ -246,7 +263,7 @@ def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, base_rt
     for reason in (window_check(max_cwnd_bytes, rate_bps, rtt_setting_ms, buffer_bytes),
                    ack_clock_check(segments_per_ack, receiver_acks),
                    receiver_rate_check(list(interval_bps), rate_bps),
-                   guard_check(cc_guard)):
+                   guard_check(cc_guard), pacing_check(sender_defaults or {})):
         if reason:
             reasons.append(reason)
     return {"verdict": "flagged" if reasons else "ok", "reasons": reasons,

@@ -204,6 +204,12 @@ RTO_MIN_SYSCTL = "net.ipv4.tcp_rto_min_us"  # per namespace, Linux >= 6.11
 RTO_MIN_US = 200_000                        # TCP_RTO_MIN
 
 
+def _sender_defaults(endpoint_sysctls: dict, pairs: int) -> dict:
+    """Each sender's namespace default algorithm: what its connections start with."""
+    return {f"s{i}": endpoint_sysctls.get(f"s{i}", {}).get("net.ipv4.tcp_congestion_control")
+            for i in range(1, pairs + 1)}
+
+
 def _dilation_record(condition, plan: "Plan", endpoint_sysctls: dict) -> dict:
     """mechanisms.dilation: the factor, what was scaled and what could not be."""
     k = plan.dilation
@@ -565,7 +571,8 @@ class EmulatedBackend:
                     # for algorithms a namespace may take as default (tcp_allowed_...): for
                     # others the kernel answers EPERM and, in this kernel, keeps a reference
                     # to the algorithm on that path, so an unregistered port's struct_ops map
-                    # would linger until reboot.
+                    # would linger until reboot. Those keep the stack's default (reno, which
+                    # never marks a socket for pacing; common.STACK_316).
                     if fp.kernel_name and fp.kernel_name in allowed:
                         fp.default_cc_set = bool(topology.sysctl(
                             topo.ns(f"s{fp.pair}"), {"net.ipv4.tcp_congestion_control": fp.kernel_name},
@@ -665,7 +672,8 @@ class EmulatedBackend:
             segments_per_ack=acks["receiver_segments_per_ack_steady"],
             receiver_acks=acks["receiver_acks_steady"],
             interval_bps=[b for r in parsed for b in r["samples"]["throughput_bps"]],
-            cc_guard=cc_guard, extra_reasons=extra, dilation=plan.dilation)
+            cc_guard=cc_guard, sender_defaults=_sender_defaults(endpoint_sysctls, pairs),
+            extra_reasons=extra, dilation=plan.dilation)
         if plan.rate_bps is None:  # calibration: rate checks do not apply
             verdict["reasons"] = [r for r in verdict["reasons"] if not r.startswith("rate:")]
             verdict["verdict"] = "flagged" if verdict["reasons"] else "ok"
@@ -735,7 +743,12 @@ class EmulatedBackend:
             "dilation": _dilation_record(condition, plan, endpoint_sysctls),
             "keep_awake": keep_awake.describe(),
             "receive_window": {k: v for k, v in rwin.items() if k != "sysctls"},
-            "traffic": {"tool": "iperf3", "affinity": "-A: placement.sender_apps / receiver_apps"},
+            "traffic": {"tool": "iperf3", "affinity": "-A: placement.sender_apps / receiver_apps",
+                        "sender_default_cc": _sender_defaults(endpoint_sysctls, pairs),
+                        "pacing": ("tcp-internal (see fidelity)"
+                                   if fidelity.pacing_check(_sender_defaults(endpoint_sysctls, pairs))
+                                   else "none: connections start under a default that does not "
+                                        "pace (common.STACK_316), as 3.16 without fq")},
             "background_loss": {"mechanism": "bpf-tc", "probability": plan.background_loss,
                                 "devices": [bg.dev for bg in bg_droppers]} if bg_droppers else None,
             "topology": {"namespaces": [n.split("-", 1)[1] for n in topo.namespaces()],
