@@ -180,7 +180,11 @@ def test_reno316_grows_half_as_fast_as_native_with_delayed_acks(dumbbell):
     assert acks_per_pkt["port"] < 0.8, "receiver is not delaying ACKs"
     assert abs(per_rtt["port"] - acks_per_pkt["port"]) <= 0.2 * acks_per_pkt["port"], (per_rtt, acks_per_pkt)
     assert 0.8 <= per_rtt["native"] <= 1.2, per_rtt
-    assert per_rtt["port"] < 0.8 * per_rtt["native"]
+    # the port's growth is explained by its ACKs (3.16), not by its packets (6.x). A fixed
+    # bound, port < 0.8 x native, failed once where the ACK ratio itself was 0.797
+    # (receivers since 6.6 ACK PSH segments at once, and the sender pushes every half window)
+    assert abs(per_rtt["port"] - acks_per_pkt["port"]) < abs(per_rtt["port"] - per_rtt["native"]), \
+        (per_rtt, acks_per_pkt)
 
 
 def test_scalable316_adds_one_per_50_acks(dumbbell):

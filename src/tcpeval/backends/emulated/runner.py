@@ -118,8 +118,12 @@ def _ip_forwarded(ns: str) -> int | None:
 
 
 TCP_COUNTERS = {"Tcp": ("InSegs", "OutSegs", "RetransSegs"),
-                "TcpExt": ("TCPBacklogCoalesce", "DelayedACKs", "TCPACKCompressed", "TCPPureAcks",
-                           "TCPHPAcks", "TCPBacklogDrop", "TCPRcvQDrop", "TCPOFOQueue")}
+                "TcpExt": ("TCPBacklogCoalesce", "DelayedACKs", "TCPAckCompressed", "TCPPureAcks",
+                           "TCPHPAcks", "TCPBacklogDrop", "TCPRcvQDrop", "TCPOFOQueue",
+                           # why a receiver might hold its ACKs back: a window it cannot
+                           # advance (full receive queue, collapsing, memory pressure)
+                           "PruneCalled", "TCPRcvCollapsed", "TCPMemoryPressures",
+                           "TCPWantZeroWindowAdv", "TCPToZeroWindowAdv", "DelayedACKLocked")}
 
 
 def _tcp_counters(ns: str) -> dict:
