@@ -9,7 +9,7 @@ from tcpeval import dilation, trace
 from tcpeval.backends.base import BackendError
 from tcpeval.spec import adhoc_condition
 
-from emulated_helpers import leftovers_of, run_id_of
+from emulated_helpers import leftovers_of, nothing_left, run_id_of
 
 pytestmark = pytest.mark.root
 
@@ -64,3 +64,19 @@ def test_auto_needs_no_dilation_within_the_faithful_rate(backend, rate, tmp_path
     rec = trace.read_trace(tmp_path)
     assert rec["mechanisms"]["dilation"]["factor"] == 1
     assert rec["mechanisms"]["dilation"]["scaled"] == {}
+
+
+def test_a_long_dilated_path_keeps_the_ack_clock(backend, tmp_path):
+    # 9.5 Gbps at 12.2 ms runs as ~0.3 Gbps at ~0.4-0.6 s: receive windows of ~100 MB,
+    # advertised in 8-16 KB units of window scale. The kernel offers the whole buffer at
+    # the first data segment; before the receivers could shrink their window back to the
+    # clamp, it never moved per ACK and only the reader's wakeups sent ACKs: 3.1 segments
+    # per ACK here (2.9 at 24.2 ms).
+    cond = adhoc_condition(["cubic"], 12.2, 0.0, 1.0, rate_bps=9.5e9, seed=5, dilation="auto")
+    rec = backend.run(cond, tmp_path)
+    assert dilation.factor(rec) > 1
+    assert rec["environment"]["sysctls"]["endpoints"]["r1"]["net.ipv4.tcp_shrink_window"] == 1
+    acks = rec["measured"]["acks"]
+    assert 1.9 <= acks["receiver_segments_per_ack_steady"] <= 2.5, acks
+    assert rec["fidelity"]["verdict"] == "ok", rec["fidelity"]["reasons"]
+    assert nothing_left(run_id_of(tmp_path))

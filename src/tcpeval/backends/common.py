@@ -47,7 +47,7 @@ RECORDED_SYSCTLS = sorted(set(PAPER_SYSCTLS) | set(STACK_316) | {
     "net.ipv4.tcp_moderate_rcvbuf", "net.ipv4.tcp_pacing_ss_ratio", "net.ipv4.tcp_pacing_ca_ratio",
     "net.ipv4.tcp_min_tso_segs", "net.ipv4.tcp_adv_win_scale", "net.ipv4.tcp_mtu_probing",
     "net.ipv4.tcp_comp_sack_nr", "net.ipv4.tcp_rto_min_us", "net.ipv4.tcp_thin_linear_timeouts", "net.ipv4.tcp_dsack",
-    "net.ipv4.tcp_fack", "net.ipv4.tcp_reordering"})
+    "net.ipv4.tcp_fack", "net.ipv4.tcp_reordering", "net.ipv4.tcp_shrink_window"})
 
 
 def now_iso() -> str:

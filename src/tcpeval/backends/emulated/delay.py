@@ -170,9 +170,12 @@ class Prober:
         if self.echo.stdout.readline().strip() != b"ready":
             raise BackendError("RTT echo responder failed to start")
 
-    def measure(self, count: int = 20, interval_us: int = 1000) -> dict:
+    def measure(self, count: int = 20, interval_us: int = 1000, reply_wait_ms: float = 1000.0) -> dict:
+        """reply_wait_ms: how long after the last probe its replies are awaited; more than
+        the path's RTT (a time-dilated path's is k times the setting: over 1 s at k = 48)."""
         out = host.run([*self.rt, self.art.tevdelay, "probe", topology.receiver_ip(1), ECHO_PORT, count,
-                        interval_us], ns=self.topo.ns("s1"), timeout=30 + count * 1.2)
+                        interval_us, int(reply_wait_ms * 1000)], ns=self.topo.ns("s1"),
+                       timeout=30 + count * 1.2 + reply_wait_ms / 1000)
         data = json.loads(out.stdout)
         rtts = sorted(x / 1e6 for x in data["rtt_ns"])
         if not rtts:

@@ -516,7 +516,10 @@ class EmulatedBackend:
                 delayer.start(0)
                 prober = delay.Prober(art, topo)
                 stack.callback(prober.close)
-                base = prober.measure(count=PROBES, interval_us=PROBE_GAP_US)
+                # replies awaited twice the (physical) RTT, at least 1 s
+                probe_args = {"count": PROBES, "interval_us": PROBE_GAP_US,
+                              "reply_wait_ms": max(1000.0, 2 * plan.rtt_ms)}
+                base = prober.measure(**probe_args)
                 base_ms = base["median_ms"]
                 added_ms = max(0.0, plan.rtt_ms - base_ms)
                 corrections = 0
@@ -524,7 +527,7 @@ class EmulatedBackend:
                 best = None  # (|error|, added) of the closest plausible measurement so far
                 while True:
                     delayer.start(int(added_ms * 1e6))
-                    probe = prober.measure(count=PROBES, interval_us=PROBE_GAP_US)
+                    probe = prober.measure(**probe_args)
                     err = probe["median_ms"] - plan.rtt_ms
                     log(f"idle RTT {probe['median_ms']:.3f} ms with {added_ms:.3f} ms added")
                     # beyond what the mechanism itself adds (wakeups, re-injection): a
@@ -545,7 +548,7 @@ class EmulatedBackend:
                     # measured closest, and measure it once more with twice the probes
                     added_ms = best[1]
                     delayer.start(int(added_ms * 1e6))
-                    probe = prober.measure(count=2 * PROBES, interval_us=PROBE_GAP_US)
+                    probe = prober.measure(**{**probe_args, "count": 2 * PROBES})
                     log(f"idle RTT {probe['median_ms']:.3f} ms with {added_ms:.3f} ms added "
                         f"(closest setting, {2 * PROBES} probes)")
                 log(f"base RTT {base_ms:.3f} ms; added {added_ms:.3f} ms ({delayer.mechanism}); "

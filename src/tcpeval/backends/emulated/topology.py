@@ -116,6 +116,7 @@ class Topology:
         the clamp itself is the servers' (receiver_env)."""
         for i in range(1, self.pairs + 1):
             sysctl(self.ns(f"r{i}"), rwin["sysctls"], strict=True)
+            sysctl(self.ns(f"r{i}"), rwin.get("sysctls_if_present", {}), strict=False)
 
     # build ------------------------------------------------------------------
     def create(self) -> None:
@@ -337,8 +338,18 @@ def receive_window(rate_bps: float | None, rtt_ms: float, buffer_bytes: int) -> 
     return {"window_clamp_bytes": window, "buffer_bytes": buffer,
             "sysctls": {"net.ipv4.tcp_moderate_rcvbuf": 0,
                         "net.ipv4.tcp_rmem": f"4096 {buffer} {RECEIVE_BUFFER_MAX}"},
+            # The kernel sets the clamp to the whole buffer at the first data segment
+            # (tcp_measure_rcv_mss, 6.x), so the first ACK offers that window before the
+            # server's first read clamps it again. A window may not shrink by default, and
+            # it is rounded up to the window-scale unit (16 KB at wscale 14, for windows of
+            # 100s of MB): an ACK every two segments (2.9 KB) never lowers it, so the clamped
+            # window never looks like an advance and only the reader's wakeups send ACKs
+            # (2.9 segments per ACK at 24.2 ms, x32). Letting it shrink once (Linux >= 6.5)
+            # fixes that; older kernels lack both the knob and the reset.
+            "sysctls_if_present": {"net.ipv4.tcp_shrink_window": 1},
             "how": "TCP_WINDOW_CLAMP on the receiving sockets (libtevrcv.so preloaded into the "
-                   "iperf3 servers); receive-buffer autotuning off, tcp_rmem default = buffer",
+                   "iperf3 servers); receive-buffer autotuning off, tcp_rmem default = buffer; "
+                   "the advertised window may shrink to the clamp (tcp_shrink_window = 1)",
             "why": "3.16 receivers ACK every second segment only while the window's right "
                    "edge advances; a lagging reader must not stretch the ACK clock"}
 

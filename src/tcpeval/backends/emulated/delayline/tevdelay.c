@@ -405,10 +405,14 @@ static int cmd_echo(int argc, char **argv)
 
 /* Probes are paced (one every INTERVAL_US) and not sent in lock-step with the replies,
  * so COUNT probes take COUNT * INTERVAL + one RTT however long the RTT is; each probe
- * carries its own sequence number and its send time is kept here. */
+ * carries its own sequence number and its send time is kept here. Replies are awaited
+ * WAIT_US after the last probe (default 1 s; a time-dilated path's RTT can be longer). */
 static int cmd_probe(int argc, char **argv)
 {
-	if (argc != 6)
+	if (argc != 6 && argc != 7)
+		return 2;
+	int64_t wait_ns = argc == 7 ? atol(argv[6]) * 1000LL : 1000000000LL;
+	if (wait_ns <= 0)
 		return 2;
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[3]))};
@@ -433,7 +437,7 @@ static int cmd_probe(int argc, char **argv)
 			if (send(fd, &seq, sizeof(seq), 0) != sizeof(seq))
 				die("probe send");
 			if (++nsent == count)
-				deadline = now + 1000000000LL; /* replies may take up to 1 s */
+				deadline = now + wait_ns;
 			next += interval;
 			continue;
 		}
