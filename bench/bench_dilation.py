@@ -5,7 +5,8 @@ port, dilation auto: the smallest factor that brings the rate within what the ho
 carries faithfully). Per point it prints the factor, the virtual steady-state throughput
 (second half), the receivers' segments per ACK, the verdict and the wall time per virtual
 second. Target: >= 9.0 Gbps virtual, 1.9-2.5 segments per ACK, verdict ok, at every RTT.
-Writes results/bench/dilation-<host>-<time>.json.
+Writes results/bench/dilation-<host>-<time>.json, and keeps the run directory of every
+point that misses the target beside it (dilation-<host>-<time>-missed/).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import socket
 import sys
 import tempfile
@@ -46,11 +48,14 @@ def main(argv=None) -> int:
         return 0
     from tcpeval import dilation
     from tcpeval.backends import get_backend
+    from tcpeval.backends.base import BackendError
     from tcpeval.spec import adhoc_condition
 
     backend = get_backend("emulated", progress=False)
     cal = backend.calibrate(force=False)
     points = []
+    stamp = f"dilation-{socket.gethostname()}-{time.strftime('%Y%m%dT%H%M%S')}"
+    kept = Path(args.out) / f"{stamp}-missed"  # run directories of points that miss the target
     with tempfile.TemporaryDirectory(prefix="tcpeval-bench-dilation-") as tmp:
         for flows in (int(x) for x in args.flows.split(",")):
             for rtt in (float(x) for x in args.rtts.split(",")):
@@ -58,7 +63,18 @@ def main(argv=None) -> int:
                                        rate_bps=RATE_BPS, seed=1,
                                        dilation=args.dilation if args.dilation == "auto" else int(args.dilation))
                 t0 = time.monotonic()
-                rec = backend.run(cond, Path(tmp) / f"f{flows}-rtt{rtt}")
+                run_tmp = Path(tmp) / f"f{flows}-rtt{rtt}"
+                try:
+                    rec = backend.run(cond, run_tmp)
+                except BackendError as e:  # a failed run is a missed point, not the end
+                    if run_tmp.exists():
+                        shutil.copytree(run_tmp, kept / run_tmp.name)
+                    points.append({"flows": flows, "rtt_ms": rtt, "factor": None, "steady_virtual_bps": 0.0,
+                                   "run_dir": str(kept / run_tmp.name) if run_tmp.exists() else None,
+                                   "segments_per_ack": None, "verdict": "error", "reasons": [str(e)],
+                                   "wall_s": time.monotonic() - t0, "wall_per_virtual_s": None, "met": False})
+                    print(f"  {flows} flow(s) {rtt:>5} ms: run failed: {e}", file=sys.stderr, flush=True)
+                    continue
                 wall = time.monotonic() - t0 - (rec["measured"].get("lock_wait_s") or 0.0)
                 k = dilation.factor(rec)
                 v = dilation.to_virtual(rec)
@@ -66,7 +82,12 @@ def main(argv=None) -> int:
                 spa = (rec["measured"].get("acks") or {}).get("receiver_segments_per_ack_steady")
                 ok = (rec["fidelity"]["verdict"] == "ok" and steady >= TARGET_BPS
                       and spa is not None and SEGS_PER_ACK[0] <= spa <= SEGS_PER_ACK[1])
+                run_dir = None
+                if not ok:  # keep its trace and logs: a miss needs explaining
+                    run_dir = kept / run_tmp.name
+                    shutil.copytree(run_tmp, run_dir)
                 points.append({"flows": flows, "rtt_ms": rtt, "factor": k, "steady_virtual_bps": steady,
+                               "run_dir": str(run_dir) if run_dir else None,
                                "segments_per_ack": spa, "verdict": rec["fidelity"]["verdict"],
                                "reasons": rec["fidelity"]["reasons"], "wall_s": wall,
                                "wall_per_virtual_s": wall / args.duration, "met": ok})
@@ -81,15 +102,16 @@ def main(argv=None) -> int:
           f"{'wall s / virtual s':>18} | verdict")
     for p in points:
         spa = "-" if p["segments_per_ack"] is None else f"{p['segments_per_ack']:.2f}"
-        print(f"{p['flows']:>5} | {p['rtt_ms']:>6} | {p['factor']:>6} | {p['steady_virtual_bps'] / 1e9:>12.2f} | "
-              f"{spa:>8} | {p['wall_per_virtual_s']:>18.0f} | {p['verdict']}"
+        wall = "-" if p["wall_per_virtual_s"] is None else f"{p['wall_per_virtual_s']:.0f}"
+        print(f"{p['flows']:>5} | {p['rtt_ms']:>6} | {p['factor'] or '-':>6} | {p['steady_virtual_bps'] / 1e9:>12.2f} | "
+              f"{spa:>8} | {wall:>18} | {p['verdict']}"
               + (f" ({'; '.join(p['reasons'])})" if p["reasons"] else ""))
     met = all(p["met"] for p in points)
     print(f"target (>= {TARGET_BPS / 1e9:g} Gbps virtual, {SEGS_PER_ACK[0]}-{SEGS_PER_ACK[1]} segments "
           f"per ACK, verdict ok at every point): {'met' if met else 'NOT met'}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"dilation-{socket.gethostname()}-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    path = out / f"{stamp}.json"
     path.write_text(json.dumps({"host": socket.gethostname(), "kernel": platform.release(),
                                 "cpus": os.cpu_count(), "rate_bps": RATE_BPS, "duration_s": args.duration,
                                 "faithful_rate_bps": cal["faithful_rate_bps"], "dilation": args.dilation,

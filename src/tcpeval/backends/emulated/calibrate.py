@@ -46,14 +46,24 @@ VERSION = 3
 HERE = Path(__file__).resolve().parent
 
 
-def backend_hash() -> str:
-    """Content hash of the backend's Python modules (placement, topology, offloads...):
-    they shape the per-packet path as much as the C sources do."""
+def _hash_backend_sources() -> str:
     import hashlib
     h = hashlib.sha256()
     for path in sorted(HERE.glob("*.py")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
+
+
+# Taken when the process loads the backend: a process still running older code (a
+# campaign while its author edits the backend) must not file its calibration under the
+# key of the sources now on disk.
+_BACKEND_HASH = _hash_backend_sources()
+
+
+def backend_hash() -> str:
+    """Content hash of the backend's Python modules (placement, topology, offloads...) as
+    this process loaded them: they shape the per-packet path as much as the C sources do."""
+    return _BACKEND_HASH
 
 
 def cache_dir() -> Path:
