@@ -663,6 +663,7 @@ class EmulatedBackend:
             pts = [(t + flow.start_s, b) for t, b in zip(res["samples"]["t_s"], res["samples"]["throughput_bps"])]
             late = [b for t, b in pts if t > half]
             steady += sum(late) / len(late) if late else 0.0
+        sender_defaults = _sender_defaults(endpoint_sysctls, pairs)
         extra = []
         for flow, handle in zip(plan.flows, handles):
             if handle is not None and flow.impl == "port" and handle.impl != "port":
@@ -679,7 +680,7 @@ class EmulatedBackend:
             segments_per_ack=acks["receiver_segments_per_ack_steady"],
             receiver_acks=acks["receiver_acks_steady"],
             interval_bps=[b for r in parsed for b in r["samples"]["throughput_bps"]],
-            cc_guard=cc_guard, sender_defaults=_sender_defaults(endpoint_sysctls, pairs),
+            cc_guard=cc_guard, sender_defaults=sender_defaults,
             extra_reasons=extra, dilation=plan.dilation)
         if plan.rate_bps is None:  # calibration: rate checks do not apply
             verdict["reasons"] = [r for r in verdict["reasons"] if not r.startswith("rate:")]
@@ -751,9 +752,8 @@ class EmulatedBackend:
             "keep_awake": keep_awake.describe(),
             "receive_window": {k: v for k, v in rwin.items() if k != "sysctls"},
             "traffic": {"tool": "iperf3", "affinity": "-A: placement.sender_apps / receiver_apps",
-                        "sender_default_cc": _sender_defaults(endpoint_sysctls, pairs),
-                        "pacing": ("tcp-internal (see fidelity)"
-                                   if fidelity.pacing_check(_sender_defaults(endpoint_sysctls, pairs))
+                        "sender_default_cc": sender_defaults,
+                        "pacing": ("tcp-internal (see fidelity)" if fidelity.pacing_check(sender_defaults)
                                    else "none: connections start under a default that does not "
                                         "pace (common.STACK_316), as 3.16 without fq")},
             "background_loss": {"mechanism": "bpf-tc", "probability": plan.background_loss,
