@@ -56,6 +56,13 @@ def main(argv=None) -> int:
     points = []
     stamp = f"dilation-{socket.gethostname()}-{time.strftime('%Y%m%dT%H%M%S')}"
     kept = Path(args.out) / f"{stamp}-missed"  # run directories of points that miss the target
+
+    def keep(run_dir: Path) -> str | None:
+        """Copy a missed point's run directory beside the results (a miss needs explaining)."""
+        if not run_dir.exists():
+            return None
+        shutil.copytree(run_dir, kept / run_dir.name)
+        return str(kept / run_dir.name)
     with tempfile.TemporaryDirectory(prefix="tcpeval-bench-dilation-") as tmp:
         for flows in (int(x) for x in args.flows.split(",")):
             for rtt in (float(x) for x in args.rtts.split(",")):
@@ -67,10 +74,8 @@ def main(argv=None) -> int:
                 try:
                     rec = backend.run(cond, run_tmp)
                 except BackendError as e:  # a failed run is a missed point, not the end
-                    if run_tmp.exists():
-                        shutil.copytree(run_tmp, kept / run_tmp.name)
                     points.append({"flows": flows, "rtt_ms": rtt, "factor": None, "steady_virtual_bps": 0.0,
-                                   "run_dir": str(kept / run_tmp.name) if run_tmp.exists() else None,
+                                   "run_dir": keep(run_tmp),
                                    "segments_per_ack": None, "verdict": "error", "reasons": [str(e)],
                                    "wall_s": time.monotonic() - t0, "wall_per_virtual_s": None, "met": False})
                     print(f"  {flows} flow(s) {rtt:>5} ms: run failed: {e}", file=sys.stderr, flush=True)
@@ -82,12 +87,8 @@ def main(argv=None) -> int:
                 spa = (rec["measured"].get("acks") or {}).get("receiver_segments_per_ack_steady")
                 ok = (rec["fidelity"]["verdict"] == "ok" and steady >= TARGET_BPS
                       and spa is not None and SEGS_PER_ACK[0] <= spa <= SEGS_PER_ACK[1])
-                run_dir = None
-                if not ok:  # keep its trace and logs: a miss needs explaining
-                    run_dir = kept / run_tmp.name
-                    shutil.copytree(run_tmp, run_dir)
                 points.append({"flows": flows, "rtt_ms": rtt, "factor": k, "steady_virtual_bps": steady,
-                               "run_dir": str(run_dir) if run_dir else None,
+                               "run_dir": None if ok else keep(run_tmp),
                                "segments_per_ack": spa, "verdict": rec["fidelity"]["verdict"],
                                "reasons": rec["fidelity"]["reasons"], "wall_s": wall,
                                "wall_per_virtual_s": wall / args.duration, "met": ok})

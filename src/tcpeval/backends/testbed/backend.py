@@ -260,9 +260,8 @@ class TestbedBackend:
         if abs(probe["median_ms"] - condition.rtt_ms) > tol:
             reasons.append(f"rtt: measured {probe['median_ms']:.3f} ms, setting {condition.rtt_ms} ms, "
                            f"tolerance +-{tol:.3f} ms")
-        reason = fidelity.pacing_check({name: settings.get("net.ipv4.tcp_congestion_control")
-                                        for name, settings in host_settings.items()
-                                        if name in {h.name for h in senders}})
+        reason = fidelity.pacing_check({h.name: host_settings[h.name].get("net.ipv4.tcp_congestion_control")
+                                        for h in senders})
         if reason:
             reasons.append(reason)
         achieved = sum(f["summary"]["mean_throughput_bps"] for f in flows)
