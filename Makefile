@@ -14,7 +14,7 @@ VENV := .venv/bin
 SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE)
 CONFIG = --config campaign=$(CAMPAIGN) backend=$(BACKEND) $(CONFIG_ARGS)
 
-.PHONY: bootstrap paper validation validate-dilation runs dry-run report test test-all bench status design data-push data-pull cleanup clean help
+.PHONY: bootstrap paper validation validate-dilation runs dry-run report snakemake-report test test-all bench status design data-push data-pull cleanup clean help
 
 help:
 	@echo "make paper  [CAMPAIGN=smoke|quick|paper] [BACKEND=emulated|testbed]  runs -> paper/main.pdf"
@@ -26,7 +26,8 @@ help:
 	@echo "make runs     CAMPAIGN=...     only the raw traces"
 	@echo "make status   CAMPAIGN=...     runs done / total, flagged runs, ETA"
 	@echo "make dry-run  CAMPAIGN=paper   list the jobs (1,280 runs for the paper campaign)"
-	@echo "make report                    snakemake --report (figures with captions, HTML)"
+	@echo "make report DESIGN=config/designs/x.yaml CAMPAIGN=short   any design: runs what is missing, then an HTML + PDF report"
+	@echo "make snakemake-report          snakemake --report of the paper's campaign (figures with captions, HTML)"
 	@echo "make data-push CAMPAIGN=...   version the campaign's raw traces with DVC and push them"
 	@echo "make data-pull CAMPAIGN=...   fetch a campaign's raw traces from the DVC remote"
 	@echo "make cleanup                   remove leftovers of killed runs (namespaces, struct_ops)"
@@ -49,7 +50,12 @@ runs: bootstrap
 dry-run: bootstrap
 	$(SNAKEMAKE) -n -q rules $(SNAKEMAKE_ARGS) $(CONFIG)
 
+# Any design's campaign: the missing runs, then results/<backend>/<design>/<campaign>/report/report.{html,pdf}
+DESIGN ?= config/design.yaml
 report: bootstrap
+	$(SNAKEMAKE) report $(SNAKEMAKE_ARGS) $(CONFIG) design=$(DESIGN)
+
+snakemake-report: bootstrap
 	$(SNAKEMAKE) --report results/report-$(BACKEND)-$(CAMPAIGN).html $(SNAKEMAKE_ARGS) $(CONFIG)
 
 status: bootstrap

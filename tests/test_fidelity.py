@@ -74,6 +74,15 @@ def test_receiver_intervals_above_the_bottleneck_are_flagged():
     assert reason.startswith("receiver rate: 2 interval(s) up to 34 Gbps")
 
 
+def test_a_window_released_at_once_after_a_retransmission_is_not_flagged():
+    # 0.2 Gbps, 20 ms, 1 MB buffer: 1.5 MB can wait behind a hole and reach the reader in
+    # one 0.1 s interval: 0.24 Gbps + 8 x 1.5 MB / 0.1 s = 0.36 Gbps is the limit
+    rate, held = 2e8, 2e8 * 0.020 / 8 + 1e6
+    assert fidelity.receiver_rate_check([0.2e9, 0.3e9], rate, held_bytes=held, interval_s=0.1) is None
+    reason = fidelity.receiver_rate_check([0.2e9, 0.37e9], rate, held_bytes=held, interval_s=0.1)
+    assert reason.startswith("receiver rate: 1 interval(s) up to 0.37 Gbps") and "1.5 MB" in reason
+
+
 def _guard(reductions, missed=0, states=0, foreign_ss=0, foreign_cwnd=0):
     return {"reductions": reductions, "missed_reductions": missed, "missed_states": states,
             "foreign_ssthresh": foreign_ss, "foreign_cwnd": foreign_cwnd}

@@ -43,7 +43,7 @@ def test_unknown_run_shows_grammar_and_nearest_path(design):
     with pytest.raises(spec.SpecError) as err:
         paths.resolve(bad, design)
     msg = str(err.value)
-    assert "<backend>/<campaign>/<criterion>" in msg
+    assert "<backend>[/<design>]/<campaign>/<criterion>" in msg
     assert "nearest valid path: data/raw/emulated/paper/responsiveness/bic/rtt6.2/drop1e-05/rep1/trace.json" in msg
 
 

@@ -21,7 +21,7 @@ def test_paper_runs_are_fifteen_minutes_with_five_repetitions(design):
 
 def test_responsiveness_grid_is_variant_by_rtt_by_drop(design):
     runs = [r for r in spec.expand(design, "paper") if r.criterion == "responsiveness" and r.rep == 1]
-    assert {r.variants for r in runs} == {(v,) for v in spec.KNOWN_VARIANTS}
+    assert {r.variants for r in runs} == {(v,) for v in spec.PAPER_VARIANTS}
     assert sorted({r.rtt_ms for r in runs}) == [0.2, 6.2, 12.2, 24.2]
     assert sorted({r.drop for r in runs}) == [0, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2]
 
@@ -36,7 +36,7 @@ def test_convergence_has_eleven_pairings_with_a_late_second_flow(design):
 
 def test_compatibility_pairs_each_high_speed_variant_with_reno(design):
     runs = [r for r in spec.expand(design, "paper") if r.criterion == "compatibility"]
-    assert {r.variants for r in runs} == {(v, "reno") for v in spec.KNOWN_VARIANTS if v != "reno"}
+    assert {r.variants for r in runs} == {(v, "reno") for v in spec.PAPER_VARIANTS if v != "reno"}
 
 
 def test_smoke_is_a_small_slice_of_every_criterion(design):
@@ -69,7 +69,7 @@ def test_other_designs_can_stagger_n_flows_with_udp_and_a_buffer(design):
         "grid": {"v": ["bic", "cubic"], "rtt_ms": [10], "drop": [0], "buffer_bytes": [1_000_000]},
         "flows": [{"variant": "{v}"}, {"variant": "reno", "start_s": 5},
                   {"variant": "cubic", "start_fraction": 0.5},
-                  {"variant": "reno", "protocol": "udp", "rate_bps": 1e8}]}}
+                  {"protocol": "udp", "rate_bps": 1e8}]}}
     design["campaigns"] = {"mine": {"duration_s": 60, "repetitions": 2}}
     spec.validate_design(design)
     runs = spec.expand(design, "mine")
@@ -92,10 +92,10 @@ def test_unknown_variant_names_field_and_allowed_values(design):
     assert "criteria/responsiveness/grid/variant" in msg and "'vegas'" in msg and "cubic" in msg
 
 
-def test_unknown_variant_in_design_variant_list(design):
-    design["variants"].append("bbr2")
+def test_a_name_that_is_no_algorithm_name_in_the_variant_list(design):
+    design["variants"].append("BBR 2")
     msg = _error(design)
-    assert "variants/6" in msg and "allowed values" in msg and "highspeed" in msg
+    assert "variants/6" in msg and "does not match" in msg
 
 
 def test_negative_rtt_is_rejected(design):
@@ -172,7 +172,7 @@ def test_invalid_design_file_is_reported_with_its_path(tmp_path, design):
 
 
 @pytest.mark.parametrize("kwargs, field", [
-    ({"variants": ["vegas"]}, "variant"), ({"rtt_ms": -1}, "rtt"), ({"drop": 2}, "drop"),
+    ({"variants": ["Vegas!"]}, "variant"), ({"rtt_ms": -1}, "rtt"), ({"drop": 2}, "drop"),
     ({"duration_s": 0}, "duration"), ({"variants": ["bic"], "starts": [0, 1]}, "start"),
 ])
 def test_adhoc_condition_errors_name_the_field(kwargs, field):

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * tevcc-loader OBJECT [HZ]
+ * tevcc-loader OBJECT [HZ [DILATION]]
+ * tevcc-loader OBJECT -        (a user's own object: nothing rewritten)
  *
  * Registers the tcp_congestion_ops in a BPF struct_ops OBJECT through a BPF link,
  * after setting its emulated HZ (read-only datum cc_hz), prints
@@ -98,12 +99,13 @@ int main(int argc, char **argv)
 	unsigned long hz = 250, dilation = 1;
 	int link_fd, err;
 	char buf[64];
+	int foreign = argc == 3 && !strcmp(argv[2], "-");
 
 	if (argc < 2 || argc > 4) {
 		fprintf(stderr, "usage: %s OBJECT [HZ [DILATION]]\n", argv[0]);
 		return 2;
 	}
-	if (argc >= 3) {
+	if (argc >= 3 && !foreign) {
 		char *end;
 
 		hz = strtoul(argv[2], &end, 10);
@@ -135,8 +137,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tevcc-loader: cannot open %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
-	if (set_rodata_u32(obj, "cc_hz", (unsigned int)hz) ||
-	    set_rodata_u32(obj, "cc_dilation", (unsigned int)dilation))
+	/* a user's object has no emulated clock to set */
+	if (!foreign && (set_rodata_u32(obj, "cc_hz", (unsigned int)hz) ||
+			 set_rodata_u32(obj, "cc_dilation", (unsigned int)dilation)))
 		return 1;
 	bpf_object__for_each_map(map, obj) {
 		const char *name = bpf_map__name(map);

@@ -1,12 +1,23 @@
 """Run identity: a condition <-> the path that names it.
 
-    <raw_dir>/<backend>/<campaign>/<criterion>/<variants>/rtt<ms>/drop<p>/rep<k>/trace.json
+    <raw_dir>/<backend>[/<design>]/<campaign>/<criterion>/<flows>/rtt<ms>/drop<p>[/<factor><v>...]/rep<k>/trace.json
 
     data/raw/emulated/paper/responsiveness/bic/rtt6.2/drop1e-05/rep3/trace.json
     data/raw/testbed/paper/convergence/cubic+reno/rtt24.2/drop0/rep1/trace.json
+    data/raw/emulated/buffer-sweep/quick/sweep/cubic/rtt24.2/drop0/buf100k/rep1/trace.json
+    data/raw/emulated/bbr-vs-cubic/quick/pair/bbr-native+cubic/rtt12.2/drop0/rep2/trace.json
 
-Numbers are written in one canonical form (RTT: shortest decimal; drop: 0 or shortest
-scientific notation), so each condition has exactly one path and a reviewer can type it.
+The paper's design has no design segment (its paths predate other designs); every other
+design's runs live under its name, so two designs' campaigns never collide. <flows>: the
+flows' labels in order joined by '+': the variant, with '-native' / '-bpf' where the
+implementation is not the 3.16 port, 'udp' for UDP cross traffic. A factor segment
+appears for each grid key that varies within the criterion besides rtt_ms and drop:
+rate_bps as rate<R> (10G, 200M), buffer_bytes as buf<B> (100k, 65536), any other key as
+<key><value> (n_flows4, stop_at30).
+
+Numbers are written in one canonical form (RTT and factors: shortest decimal; drop: 0 or
+shortest scientific notation; rates and sizes with an SI suffix where exact), so each
+condition has exactly one path and a reviewer can type it.
 """
 from __future__ import annotations
 
@@ -14,29 +25,40 @@ import difflib
 import re
 from pathlib import Path, PurePosixPath
 
+from tcpeval import quantity
 from tcpeval.spec import BACKENDS, Condition, SpecError, expand
 
 DEFAULT_RAW_DIR = "data/raw"
 TRACE_NAME = "trace.json"
 
-GRAMMAR = ("<raw_dir>/<backend>/<campaign>/<criterion>/<variants>/rtt<ms>/drop<p>/rep<k>[/trace.json]\n"
-           "  backend: emulated | testbed; variants: flows' variants in start order joined by '+';\n"
+GRAMMAR = ("<raw_dir>/<backend>[/<design>]/<campaign>/<criterion>/<flows>/rtt<ms>/drop<p>"
+           "[/<factor><value>...]/rep<k>[/trace.json]\n"
+           "  backend: emulated | testbed; design: the design's name (none for the paper's design);\n"
+           "  flows: the flows' variants in order joined by '+' ('-native'/'-bpf' where not the 3.16 port, 'udp');\n"
            "  ms: RTT setting, shortest decimal (0.2, 24.2); p: 0 or shortest scientific form (1e-05);\n"
+           "  factors (grid keys that vary within the criterion): rate<R> (10G), buf<B> (100k), <key><value>;\n"
            "  k: repetition from 1")
 
+_FACTOR = r"[a-z][a-z_]*[0-9][^/]*"
 _RUN_RE = re.compile(
-    r"(?P<backend>[^/]+)/(?P<campaign>[^/]+)/(?P<criterion>[^/]+)/(?P<variants>[^/]+)/"
-    r"rtt(?P<rtt>[^/]+)/drop(?P<drop>[^/]+)/rep(?P<rep>[^/]+)$")
+    rf"(?P<backend>{'|'.join(BACKENDS)})/(?:(?P<design>[^/]+)/)?(?P<campaign>[^/]+)/(?P<criterion>[^/]+)/(?P<variants>[^/]+)/"
+    rf"rtt(?P<rtt>[^/]+)/drop(?P<drop>[^/]+)(?P<factors>(?:/{_FACTOR})*)/rep(?P<rep>[^/]+)$")
+# Path labels of the factors the grammar names specially; any other key is its own label.
+FACTOR_LABELS = {"rate_bps": "rate", "buffer_bytes": "buf"}
+_LABEL_KEYS = {v: k for k, v in FACTOR_LABELS.items()}
 
 # Snakemake wildcard constraints, kept beside the grammar they implement.
 WILDCARD_CONSTRAINTS = {
     "backend": "|".join(BACKENDS),
     "campaign": r"[a-z][a-z0-9_-]*",
     "criterion": r"[a-z][a-z0-9_-]*",
-    "variants": r"[a-z0-9]+(\+[a-z0-9]+)*",
+    "variants": r"[a-z0-9_-]+(\+[a-z0-9_-]+)*",
     "rtt": r"[0-9]+(\.[0-9]+)?",
     "drop": r"0|[0-9](\.[0-9]+)?e[-+][0-9]+",
     "rep": r"[1-9][0-9]*",
+    # a run directory below the raw (or results) root: scope + rest (workflow/rules)
+    "scope": rf"({'|'.join(BACKENDS)})(/[^/]+){{1,2}}",
+    "rest": rf"[a-z][a-z0-9_-]*/[a-z0-9_+-]+/rtt[0-9.]+/drop[^/]+(/{_FACTOR})*/rep[1-9][0-9]*",
 }
 
 
@@ -53,12 +75,62 @@ def format_drop(p: float) -> str:
     return f"{mantissa}e{exponent[0]}{exponent[1:].zfill(2)}"
 
 
+def format_factor(key: str, value: float) -> str:
+    """One factor segment: rate_bps -> rate10G, buffer_bytes -> buf100k, key -> key<value>."""
+    if key == "rate_bps":
+        return "rate" + quantity.format_rate(value)
+    if key == "buffer_bytes":
+        return "buf" + quantity.format_size(value)
+    return key + format_rtt(value)
+
+
+def parse_factor(segment: str) -> tuple[str, float]:
+    m = re.fullmatch(r"([a-z][a-z_]*?)([0-9][^/]*)", segment)
+    if not m:
+        raise SpecError(f"{segment!r} is not a factor segment (<key><number>)")
+    label, text = m.groups()
+    key = _LABEL_KEYS.get(label, label)
+    try:
+        value = quantity.parse_si(text) if key in FACTOR_LABELS else float(text)
+    except (quantity.QuantityError, ValueError):
+        raise SpecError(f"{segment!r}: {text!r} is not a number") from None
+    return key, value
+
+
+def format_flows(labels) -> str:
+    """Flow labels joined by '+'; a run of three or more equal labels as <n>x<label>
+    (10 parallel CUBIC flows: 10xcubic), so the segment stays readable."""
+    out, i = [], 0
+    labels = list(labels)
+    while i < len(labels):
+        j = i
+        while j < len(labels) and labels[j] == labels[i]:
+            j += 1
+        n = j - i
+        out += [f"{n}x{labels[i]}"] if n >= 3 else labels[i:j]
+        i = j
+    return "+".join(out)
+
+
+def parse_flows(text: str) -> tuple[str, ...]:
+    out = []
+    for item in text.split("+"):
+        m = re.fullmatch(r"([0-9]+)x([a-z].*)", item)
+        out += [m[2]] * int(m[1]) if m else [item]
+    return tuple(out)
+
+
+def _segments(backend, design, campaign, criterion, labels, rtt_ms, drop, factors, rep) -> list[str]:
+    return [backend, *([design] if design else []), campaign, criterion, format_flows(labels),
+            f"rtt{format_rtt(rtt_ms)}", f"drop{format_drop(drop)}",
+            *(format_factor(k, v) for k, v in factors), f"rep{rep}"]
+
+
 def run_dir(condition: Condition, raw_dir: str = DEFAULT_RAW_DIR) -> str:
     """The run directory of a condition, relative to the repository (POSIX form)."""
-    parts = [raw_dir, condition.backend, condition.campaign, condition.criterion,
-             "+".join(condition.variants), f"rtt{format_rtt(condition.rtt_ms)}",
-             f"drop{format_drop(condition.drop)}", f"rep{condition.rep}"]
-    return str(PurePosixPath(*parts))
+    return str(PurePosixPath(raw_dir, *_segments(
+        condition.backend, condition.design, condition.campaign, condition.criterion,
+        condition.flow_labels, condition.rtt_ms, condition.drop, condition.factors, condition.rep)))
 
 
 def trace_path(condition: Condition, raw_dir: str = DEFAULT_RAW_DIR) -> str:
@@ -82,8 +154,18 @@ def parse(path: str | Path, raw_dir: str = DEFAULT_RAW_DIR) -> dict:
         parts["rep"] = int(parts["rep"])
     except ValueError:
         raise SpecError(f"{path!s}: rtt, drop or rep is not a number; expected\n  {GRAMMAR}") from None
-    parts["variants"] = tuple(parts["variants"].split("+"))
+    parts["variants"] = parse_flows(parts["variants"])
+    parts["factors"] = tuple(parse_factor(seg) for seg in parts["factors"].split("/") if seg)
     return parts
+
+
+def split_run_id(run_id: str) -> tuple[str, str]:
+    """('<backend>[/<design>]/<campaign>', '<criterion>/.../rep<k>') of a run id (a run
+    path below the raw directory): where a campaign's results live, and the run within."""
+    parts = parse(run_id.removeprefix("./"), raw_dir=".")
+    scope = "/".join(x for x in (parts["backend"], parts["design"], parts["campaign"]) if x)
+    rest = run_id.removeprefix("./")[len(scope) + 1:]
+    return scope, rest
 
 
 def resolve(path: str | Path, design: dict, raw_dir: str = DEFAULT_RAW_DIR,
@@ -94,6 +176,13 @@ def resolve(path: str | Path, design: dict, raw_dir: str = DEFAULT_RAW_DIR,
     parts = parse(path, raw_dir)
     if parts["backend"] not in BACKENDS:
         raise SpecError(f"{path!s}: unknown backend {parts['backend']!r}; allowed values: {', '.join(BACKENDS)}")
+    from tcpeval.spec import design_label
+
+    label = design_label(design)
+    if parts["design"] != label:
+        have = f"design {parts['design']!r}" if parts["design"] else "the paper's design (no design segment)"
+        want = f"design {label!r} (segment after the backend)" if label else "the paper's design (no design segment)"
+        raise SpecError(f"{path!s} is a run of {have}; the design given is {want}")
     try:
         if index is None:
             index = make_index(expand(design, parts["campaign"], parts["backend"]), raw_dir)
@@ -118,6 +207,6 @@ def make_index(runs: list[Condition], raw_dir: str = DEFAULT_RAW_DIR) -> dict[st
 
 
 def run_dir_from_parts(parts: dict, raw_dir: str = DEFAULT_RAW_DIR) -> str:
-    return str(PurePosixPath(raw_dir, parts["backend"], parts["campaign"], parts["criterion"],
-                             "+".join(parts["variants"]), f"rtt{format_rtt(parts['rtt_ms'])}",
-                             f"drop{format_drop(parts['drop'])}", f"rep{parts['rep']}"))
+    return str(PurePosixPath(raw_dir, *_segments(
+        parts["backend"], parts.get("design"), parts["campaign"], parts["criterion"], parts["variants"],
+        parts["rtt_ms"], parts["drop"], parts.get("factors", ()), parts["rep"])))

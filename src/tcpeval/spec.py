@@ -19,13 +19,21 @@ import jsonschema
 import yaml
 
 from tcpeval import dilation as dilation_mod
+from tcpeval import quantity
 
-# The six algorithms of the paper (tcpeval.cc builds a Linux-3.16 port of each).
-KNOWN_VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic")
+# The six algorithms of the paper (tcpeval.cc builds a Linux-3.16 port of each, and of
+# the rest of 3.16's modules: tcpeval.cc.VARIANTS).
+PAPER_VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic")
 BACKENDS = ("emulated", "testbed")
-IMPLS = ("port", "native")
+# port: the project's 3.16 port; native: the host kernel's algorithm of that name; bpf: a
+# user's own BPF struct_ops object (`object: path/to/x.bpf.o`).
+IMPLS = ("port", "native", "bpf")
 # Grid keys that set the condition rather than fill a flow template.
 CONDITION_KEYS = ("rtt_ms", "drop", "rate_bps", "buffer_bytes")
+# Flow-template fields that take a number (or a "{grid-key}" placeholder for one).
+FLOW_NUMBERS = ("start_s", "start_fraction", "stop_s", "stop_fraction", "rate_bps", "count")
+VARIANT_NAME = r"^[a-z][a-z0-9_]*$"
+UDP = "udp"  # the variant name of a UDP cross-traffic flow
 RUN_SETTINGS = ("duration_s", "interval_s", "repetitions", "rate_bps", "buffer_bytes",
                 "background_loss", "hz", "impl", "dilation")
 
@@ -52,13 +60,27 @@ class Flow:
     start_s: float = 0.0
     protocol: str = "tcp"
     rate_bps: float | None = None
+    stop_s: float | None = None   # None: runs to the end of the run
+    object: str | None = None     # impl "bpf": the struct_ops object (.bpf.o)
 
     def to_dict(self) -> dict:
         out = {"variant": self.variant, "impl": self.impl, "start_s": self.start_s,
                "protocol": self.protocol}
-        if self.rate_bps is not None:
-            out["rate_bps"] = self.rate_bps
+        for key in ("rate_bps", "stop_s", "object"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         return out
+
+    def end_s(self, duration_s: float) -> float:
+        return duration_s if self.stop_s is None else self.stop_s
+
+    @property
+    def label(self) -> str:
+        """The flow in a run path: its variant, and its implementation where that is not
+        the 3.16 port ('bbr-native', 'mycc-bpf'); a UDP flow is 'udp'."""
+        if self.protocol == "udp":
+            return UDP
+        return self.variant if self.impl == "port" else f"{self.variant}-{self.impl}"
 
 
 @dataclass(frozen=True)
@@ -84,20 +106,37 @@ class Condition:
     # realises the condition, not part of it; runs with different settings share a path
     dilation: str | int = field(default="auto", compare=False)
     stack: dict = field(default_factory=dict, compare=False, hash=False)
+    # The design the run belongs to (its `name`); None for the paper's design, whose paths
+    # carry no design segment (tcpeval.paths).
+    design: str | None = None
+    # Grid keys that vary within the criterion, other than rtt_ms and drop, with this
+    # run's values, in grid order: each names a path segment (tcpeval.paths).
+    factors: tuple[tuple[str, float], ...] = ()
 
     @property
     def variants(self) -> tuple[str, ...]:
         return tuple(f.variant for f in self.flows)
 
+    @property
+    def flow_labels(self) -> tuple[str, ...]:
+        return tuple(f.label for f in self.flows)
+
     def to_dict(self) -> dict:
         out = asdict(self)
         out["flows"] = [f.to_dict() for f in self.flows]
+        if self.design is None:
+            del out["design"]
+        if self.factors:
+            out["factors"] = dict(self.factors)
+        else:
+            del out["factors"]
         return out
 
     @classmethod
     def from_dict(cls, data: dict) -> "Condition":
         data = dict(data)
         data["flows"] = tuple(Flow(**f) for f in data["flows"])
+        data["factors"] = tuple((k, v) for k, v in (data.get("factors") or {}).items())
         return cls(**data)
 
 
@@ -162,31 +201,80 @@ def _placeholders(text: str) -> list[str]:
     return [name for _, name, _, _ in string.Formatter().parse(text) if name]
 
 
+def _variant_problem(where: str, value: str, variants: list[str] | None) -> str | None:
+    """A literal variant name the design does not declare (designs that list `variants`),
+    or one that is no algorithm name at all; what a backend offers is checked later
+    (tcpeval.backends.check_algorithms)."""
+    import re
+
+    if variants is not None and value not in variants:
+        return f"{where}: unknown variant {value!r}; allowed values: {', '.join(variants)}"
+    if not re.match(VARIANT_NAME, value):
+        return f"{where}: {value!r} is not an algorithm name (lower-case letters, digits, _)"
+    return None
+
+
+def _numeric_keys(grid: dict) -> list[str]:
+    return [k for k, vs in grid.items() if k not in CONDITION_KEYS
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vs)]
+
+
 def _cross_field_problems(design: dict) -> list[str]:
     problems = []
     criteria = design["criteria"]
-    variants = design["variants"]
+    variants = design.get("variants")
     for name, crit in criteria.items():
         grid = crit["grid"]
+        numeric = _numeric_keys(grid)
         for i, flow in enumerate(crit["flows"]):
-            where = f"criteria/{name}/flows/{i}/variant"
-            for key in _placeholders(flow["variant"]):
-                if key not in grid:
-                    problems.append(f"{where}: placeholder {{{key}}} names no grid key; grid keys: {', '.join(grid)}")
-            if not _placeholders(flow["variant"]) and flow["variant"] not in variants:
-                problems.append(f"{where}: unknown variant {flow['variant']!r}; allowed values: {', '.join(variants)}")
-            if "start_s" in flow and "start_fraction" in flow:
-                problems.append(f"criteria/{name}/flows/{i}: give start_s or start_fraction, not both")
-        # Grid keys other than the condition's own name variants (or templates of them).
+            where = f"criteria/{name}/flows/{i}"
+            udp = flow.get("protocol") == "udp"
+            if "variant" not in flow and not udp:
+                problems.append(f"{where}: a TCP flow needs a variant (only a UDP flow has none)")
+            if "variant" in flow:
+                for key in _placeholders(flow["variant"]):
+                    if key not in grid:
+                        problems.append(f"{where}/variant: placeholder {{{key}}} names no grid key; "
+                                        f"grid keys: {', '.join(grid)}")
+                if not _placeholders(flow["variant"]):
+                    problem = _variant_problem(f"{where}/variant", flow["variant"], variants)
+                    if problem:
+                        problems.append(problem)
+            for key in FLOW_NUMBERS:
+                value = flow.get(key)
+                if isinstance(value, str):
+                    ref = _placeholders(value)[0]
+                    if ref not in numeric:
+                        problems.append(f"{where}/{key}: placeholder {{{ref}}} names no numeric grid key; "
+                                        f"numeric grid keys: {', '.join(numeric) or 'none'}")
+            for a, b in (("start_s", "start_fraction"), ("stop_s", "stop_fraction")):
+                if a in flow and b in flow:
+                    problems.append(f"{where}: give {a} or {b}, not both")
+            if udp and "rate_bps" not in flow:
+                problems.append(f"{where}/rate_bps: a UDP flow needs a rate (e.g. rate_bps: 2G)")
+            if udp and ("variant" in flow or "impl" in flow):
+                problems.append(f"{where}: a UDP flow has no congestion control; drop variant and impl")
+            if (flow.get("impl") == "bpf") != ("object" in flow):
+                problems.append(f"{where}: impl bpf and object (the .bpf.o path) go together")
+            for start_key, stop_key in (("start_s", "stop_s"), ("start_fraction", "stop_fraction")):
+                start, stop = flow.get(start_key, 0), flow.get(stop_key)
+                if isinstance(start, (int, float)) and isinstance(stop, (int, float)) and stop <= start:
+                    problems.append(f"{where}/{stop_key}: the flow stops at {stop}, not after its start ({start})")
+        # Grid keys other than the condition's own and the numeric ones name variants (or templates of them).
         for key, values in grid.items():
-            if key in CONDITION_KEYS:
+            if key in CONDITION_KEYS or key in numeric:
                 continue
             for value in values:
+                if not isinstance(value, str):
+                    problems.append(f"criteria/{name}/grid/{key}: mixes numbers and names ({values})")
+                    break
                 missing = [p for p in _placeholders(value) if p not in grid]
                 if missing:
                     problems.append(f"criteria/{name}/grid/{key}: placeholder {{{missing[0]}}} names no grid key")
-                elif not _placeholders(value) and value not in variants:
-                    problems.append(f"criteria/{name}/grid/{key}: unknown variant {value!r}; allowed values: {', '.join(variants)}")
+                elif not _placeholders(value):
+                    problem = _variant_problem(f"criteria/{name}/grid/{key}", value, variants)
+                    if problem:
+                        problems.append(problem)
     for name, crit in criteria.items():
         for cname in crit.get("campaigns", []):
             if cname not in design["campaigns"]:
@@ -217,14 +305,72 @@ def _cross_field_problems(design: dict) -> list[str]:
     return problems
 
 
+def normalise_numbers(design: Any, source: str = "design") -> Any:
+    """Rates and sizes written with units (10G, 9.5gbit, 64KiB) as numbers, in place; a
+    value that is neither a number nor an accepted form raises SpecError naming its field."""
+    if not isinstance(design, dict):
+        return design
+    problems = []
+
+    def fix(container, key, kind, where):
+        value = container.get(key) if isinstance(container, dict) else None
+        if value is None or (isinstance(value, str) and _placeholders(value)):
+            return
+        try:
+            container[key] = quantity.rate(value, where) if kind == "rate" else quantity.size(value, where)
+        except quantity.QuantityError as err:
+            problems.append(str(err))
+
+    def fix_settings(layer, where):
+        if isinstance(layer, dict):
+            fix(layer, "rate_bps", "rate", f"{where}/rate_bps")
+            fix(layer, "buffer_bytes", "size", f"{where}/buffer_bytes")
+
+    fix_settings(design.get("defaults"), "defaults")
+    for name, crit in (design.get("criteria") or {}).items():
+        if not isinstance(crit, dict):
+            continue
+        fix_settings(crit, f"criteria/{name}")
+        grid = crit.get("grid") or {}
+        for key, kind in (("rate_bps", "rate"), ("buffer_bytes", "size")):
+            if isinstance(grid.get(key), list):
+                for i in range(len(grid[key])):
+                    value = grid[key][i]
+                    try:
+                        grid[key][i] = (quantity.rate if kind == "rate" else quantity.size)(
+                            value, f"criteria/{name}/grid/{key}/{i}")
+                    except quantity.QuantityError as err:
+                        problems.append(str(err))
+        for i, flow in enumerate(crit.get("flows") or []):
+            if isinstance(flow, dict):
+                fix(flow, "rate_bps", "rate", f"criteria/{name}/flows/{i}/rate_bps")
+        rule = crit.get("duration_for_loss_events")
+        if isinstance(rule, dict):
+            fix(rule, "link_bps", "rate", f"criteria/{name}/duration_for_loss_events/link_bps")
+    for name, camp in (design.get("campaigns") or {}).items():
+        fix_settings(camp, f"campaigns/{name}")
+        for crit, override in ((camp or {}).get("criteria") or {}).items() if isinstance(camp, dict) else ():
+            select = (override or {}).get("select") or {}
+            for key, kind in (("rate_bps", quantity.rate), ("buffer_bytes", quantity.size)):
+                for i, value in enumerate(select.get(key) or []):
+                    try:
+                        select[key][i] = kind(value, f"campaigns/{name}/criteria/{crit}/select/{key}/{i}")
+                    except quantity.QuantityError as err:
+                        problems.append(str(err))
+    if problems:
+        raise SpecError(f"{source} is invalid:\n  " + "\n  ".join(problems))
+    return design
+
+
 def load_design(path: str | Path | None = None) -> dict:
     path = Path(path) if path else DEFAULT_DESIGN
     try:
-        design = yaml.safe_load(path.read_text())
+        design = quantity.yaml_load(path.read_text())
     except FileNotFoundError:
         raise SpecError(f"design file {path} does not exist") from None
     except yaml.YAMLError as err:
         raise SpecError(f"design file {path} is not valid YAML: {err}") from None
+    normalise_numbers(design, source=str(path))
     validate_design(design, source=str(path))
     return design
 
@@ -296,10 +442,69 @@ def _grid_points(crit: dict, select: dict) -> Iterable[dict]:
 
 
 def _seed_for(campaign: str, criterion: str, variants: tuple[str, ...], rtt_ms: float,
-              drop: float, rep: int) -> int:
-    # Backend-independent, so the emulated and testbed runs of one condition share a drop sequence.
-    key = f"{campaign}/{criterion}/{'+'.join(variants)}/{rtt_ms!r}/{drop!r}/{rep}"
+              drop: float, rep: int, extra: str = "") -> int:
+    # Backend-independent, so the emulated and testbed runs of one condition share a drop
+    # sequence. `extra` (design and factor segments) is empty for the paper's runs.
+    key = f"{campaign}/{criterion}/{'+'.join(variants)}/{rtt_ms!r}/{drop!r}/{rep}{extra}"
     return zlib.crc32(key.encode()) or 1
+
+
+@lru_cache(maxsize=1)
+def paper_design_name() -> str:
+    return quantity.yaml_load(DEFAULT_DESIGN.read_text())["name"]
+
+
+def design_label(design: dict) -> str | None:
+    """The design's path segment: None for the paper's design (its paths predate designs
+    of their own), else its name."""
+    return None if design["name"] == paper_design_name() else design["name"]
+
+
+def varying_factors(crit: dict) -> list[str]:
+    """Grid keys that vary within the criterion and name a path segment: every numeric
+    key (rate_bps, buffer_bytes, and keys the flows' numbers refer to) with more than one
+    value. Variant-valued keys are named by the flows segment; rtt_ms and drop always are."""
+    grid = crit["grid"]
+    keys = [k for k in ("rate_bps", "buffer_bytes") if k in grid] + _numeric_keys(grid)
+    return [k for k in grid if k in keys and len(grid[k]) > 1]
+
+
+def _number(tmpl: dict, key: str, point: dict):
+    """A flow template's number, or the grid value its "{key}" placeholder names."""
+    value = tmpl.get(key)
+    if isinstance(value, str):
+        value = point[_placeholders(value)[0]]
+    return value
+
+
+def _flows_of(crit: dict, name: str, point: dict, settings: dict, duration: float) -> list[Flow]:
+    labels = {k: str(v) for k, v in point.items() if k not in CONDITION_KEYS}
+    flows = []
+    for i, tmpl in enumerate(crit["flows"]):
+        where = f"criteria/{name}/flows/{i} (grid point {point})"
+        num = {key: _number(tmpl, key, point) for key in FLOW_NUMBERS}
+        start = num["start_fraction"] * duration if num["start_fraction"] is not None else float(num["start_s"] or 0.0)
+        stop = (num["stop_fraction"] * duration if num["stop_fraction"] is not None
+                else (float(num["stop_s"]) if num["stop_s"] is not None else None))
+        if not 0 <= start < duration:
+            raise SpecError(f"{where}: starts at {start:g} s, outside the run [0, {duration:g}) s")
+        if stop is not None and not start < stop <= duration:
+            raise SpecError(f"{where}: stops at {stop:g} s; a flow stops after its start ({start:g} s) "
+                            f"and at the latest at the end of the run ({duration:g} s)")
+        if stop is not None and stop >= duration:
+            stop = None  # runs to the end
+        udp = tmpl.get("protocol") == "udp"
+        count = int(num["count"] or 1)
+        flow = Flow(variant=UDP if udp else _render(tmpl["variant"], labels),
+                    impl=tmpl.get("impl", settings["impl"]) if not udp else "native",
+                    start_s=float(start), stop_s=stop,
+                    protocol="udp" if udp else "tcp",
+                    rate_bps=float(num["rate_bps"]) if num["rate_bps"] is not None else None,
+                    object=tmpl.get("object"))
+        if flow.impl == "bpf" and not flow.object:
+            raise SpecError(f"{where}: impl bpf needs object: path/to/algorithm.bpf.o")
+        flows.extend([flow] * count)
+    return flows
 
 
 def expand(design: dict, campaign: str, backend: str = "emulated",
@@ -314,32 +519,26 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
     for name in wanted:
         if name not in design["criteria"]:
             raise SpecError(f"criterion: unknown criterion {name!r}; allowed values: {', '.join(design['criteria'])}")
+    label = design_label(design)
+    declared = design.get("variants")
     runs: list[Condition] = []
     seen: dict[str, tuple] = {}
     for name in wanted:
         crit = design["criteria"][name]
         settings = criterion_settings(design, campaign, name)
         select = camp.get("criteria", {}).get(name, {}).get("select", {})
+        factor_keys = varying_factors(crit)
         for point in _grid_points(crit, select):
-            labels = {k: str(v) for k, v in point.items() if k not in CONDITION_KEYS}
             duration = point_duration(crit, settings, float(point["rtt_ms"]), float(point["drop"]))
-            flows = []
-            for tmpl in crit["flows"]:
-                if "start_fraction" in tmpl:
-                    start = tmpl["start_fraction"] * duration
-                else:
-                    start = float(tmpl.get("start_s", 0.0))
-                flows.append(Flow(variant=_render(tmpl["variant"], labels),
-                                  impl=tmpl.get("impl", settings["impl"]),
-                                  start_s=start,
-                                  protocol=tmpl.get("protocol", "tcp"),
-                                  rate_bps=tmpl.get("rate_bps")))
+            flows = _flows_of(crit, name, point, settings, duration)
             for flow in flows:
-                if flow.variant not in design["variants"]:
+                if declared is not None and flow.protocol == "tcp" and flow.variant not in declared:
                     raise SpecError(f"criteria/{name}/flows: variant {flow.variant!r} (grid point {point}) "
-                                    f"is unknown; allowed values: {', '.join(design['variants'])}")
+                                    f"is unknown; allowed values: {', '.join(declared)}")
+            factors = tuple((k, float(point[k])) for k in factor_keys)
+            extra = "".join(f"/{k}={v!r}" for k, v in factors) + (f"@{label}" if label else "")
             for rep in range(1, settings["repetitions"] + 1):
-                variants = tuple(f.variant for f in flows)
+                variants = tuple(f.label for f in flows)
                 cond = Condition(
                     backend=backend, campaign=campaign, criterion=name, flows=tuple(flows),
                     rtt_ms=float(point["rtt_ms"]), drop=float(point["drop"]), rep=rep,
@@ -349,7 +548,8 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                     background_loss=float(settings["background_loss"]), hz=int(settings["hz"]),
                     dilation=_dilation_setting(settings["dilation"]),
                     seed=_seed_for(campaign, crit.get("seed_from", name), variants, float(point["rtt_ms"]),
-                                   float(point["drop"]), rep),
+                                   float(point["drop"]), rep, extra),
+                    design=label, factors=factors,
                 )
                 path = paths.run_dir(cond)
                 identity = (cond.flows, cond.rate_bps, cond.buffer_bytes)
@@ -357,8 +557,8 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                     if seen[path] == identity:
                         continue  # the same condition reached twice (e.g. reno then reno)
                     raise SpecError(f"criteria/{name}: two different conditions share the run path {path}; "
-                                    "a grid key the path does not name varies (rate_bps, buffer_bytes): "
-                                    "split it into criteria of their own")
+                                    "a setting the path does not name differs (a flow's start or stop "
+                                    "from a grid key with one value?): split it into criteria of their own")
                 seen[path] = identity
                 runs.append(cond)
     return runs
@@ -373,19 +573,24 @@ def counts_by_criterion(runs: Iterable[Condition]) -> dict[str, int]:
 
 def adhoc_condition(variants: list[str], rtt_ms: float, drop: float, duration_s: float, *,
                     backend: str = "emulated", starts: list[float] | None = None,
+                    stops: list[float | None] | None = None,
                     impl: str = "port", interval_s: float = 0.1, rate_bps: float | None = None,
                     buffer_bytes: int | None = None, background_loss: float = 0.0, hz: int = 250,
-                    seed: int | None = None, rep: int = 1, dilation: str | int = "auto") -> Condition:
-    """A condition outside any design (`tcpeval run --variant ...`), validated like one."""
+                    seed: int | None = None, rep: int = 1, dilation: str | int = "auto",
+                    object_path: str | None = None) -> Condition:
+    """A condition outside any design (`tcpeval run --variant ...`), validated like one.
+    Whether the backend offers the algorithms is its own check (backends.check_algorithms)."""
+    import re
+
     if not variants:
         raise SpecError("variant: at least one flow is needed")
     for v in variants:
-        if v not in KNOWN_VARIANTS:
-            near = difflib.get_close_matches(v, KNOWN_VARIANTS, n=1)
-            hint = f" (did you mean '{near[0]}'?)" if near else ""
-            raise SpecError(f"variant: unknown variant {v!r}{hint}; allowed values: {', '.join(KNOWN_VARIANTS)}")
+        if not re.match(VARIANT_NAME, v):
+            raise SpecError(f"variant: {v!r} is not an algorithm name (lower-case letters, digits, _)")
     if impl not in IMPLS:
         raise SpecError(f"impl: {impl!r} is not allowed; allowed values: {', '.join(IMPLS)}")
+    if (impl == "bpf") != (object_path is not None):
+        raise SpecError("impl: impl bpf and --object (the .bpf.o path) go together")
     if backend not in BACKENDS:
         raise SpecError(f"backend: unknown backend {backend!r}; allowed values: {', '.join(BACKENDS)}")
     checks = [("rtt", rtt_ms, rtt_ms >= 0, ">= 0 ms"), ("drop", drop, 0 <= drop <= 1, "in [0, 1]"),
@@ -396,14 +601,24 @@ def adhoc_condition(variants: list[str], rtt_ms: float, drop: float, duration_s:
         if not ok:
             raise SpecError(f"{name}: {value!r} is out of range; must be {rule}")
     starts = list(starts or [0.0] * len(variants))
+    stops = list(stops or [None] * len(variants))
     if len(starts) != len(variants):
         raise SpecError(f"start: {len(starts)} start offsets for {len(variants)} flows")
+    if len(stops) != len(variants):
+        raise SpecError(f"stop: {len(stops)} stop times for {len(variants)} flows")
     if any(s < 0 or s >= duration_s for s in starts):
         raise SpecError(f"start: offsets {starts} must lie in [0, duration)")
-    flows = tuple(Flow(variant=v, impl=impl, start_s=float(s)) for v, s in zip(variants, starts))
+    for s, e in zip(starts, stops):
+        if e is not None and not s < e <= duration_s:
+            raise SpecError(f"stop: a flow starting at {s:g} s stops at {e:g} s; a stop lies after "
+                            f"its start and at the latest at the duration ({duration_s:g} s)")
+    flows = tuple(Flow(variant=v, impl=impl, start_s=float(s),
+                       stop_s=float(e) if e is not None and e < duration_s else None, object=object_path)
+                  for v, s, e in zip(variants, starts, stops))
     return Condition(backend=backend, campaign="adhoc", criterion="adhoc", flows=flows,
                      rtt_ms=float(rtt_ms), drop=float(drop), rep=rep, duration_s=float(duration_s),
                      interval_s=float(interval_s), rate_bps=rate_bps, buffer_bytes=buffer_bytes,
                      background_loss=float(background_loss), hz=hz,
                      dilation=_dilation_setting(dilation),
-                     seed=seed if seed is not None else _seed_for("adhoc", "adhoc", tuple(variants), rtt_ms, drop, rep))
+                     seed=seed if seed is not None else _seed_for(
+                         "adhoc", "adhoc", tuple(f.label for f in flows), rtt_ms, drop, rep))

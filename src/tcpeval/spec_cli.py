@@ -16,16 +16,25 @@ def _load(args):
 
 
 def cmd_check(args) -> int:
+    """Schema, cross-field rules, every campaign's expansion (unique paths), and the
+    algorithms against what the backend offers."""
+    from tcpeval.backends import algorithms
+
     design = _load(args)
+    problems = []
     try:
         for name in spec.campaign_names(design):
-            runs = spec.expand(design, name)
+            runs = spec.expand(design, name, args.backend)
             total = sum(r.duration_s for r in runs)
             print(f"{name:8s} {len(runs):5d} runs  {total / 3600:8.2f} h of traffic  "
                   + "  ".join(f"{k}={v}" for k, v in spec.counts_by_criterion(runs).items()))
+            problems += [p for p in algorithms.problems(runs, args.backend) if p not in problems]
     except spec.SpecError as err:
         raise UserError(str(err)) from None
-    print(f"{args.design or spec.DEFAULT_DESIGN}: valid")
+    if problems:
+        raise UserError(f"{args.design or spec.DEFAULT_DESIGN}: algorithms the {args.backend} backend "
+                        "cannot run:\n  " + "\n  ".join(problems))
+    print(f"{args.design or spec.DEFAULT_DESIGN}: valid (backend {args.backend})")
     return 0
 
 
@@ -123,6 +132,7 @@ def add_parsers(sub) -> None:
 
     p = dsub.add_parser("check", help="validate the design and print each campaign's size")
     common(p)
+    p.add_argument("--backend", default="emulated", help="check the algorithms against this backend")
     p.set_defaults(func=cmd_check)
 
     p = dsub.add_parser("runs", help="list the runs (trace paths) of a campaign")

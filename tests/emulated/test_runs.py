@@ -95,3 +95,17 @@ def test_bottleneck_delivers_its_configured_rate(backend, tmp_path):
         if best > 0.85 * rate:
             break
     assert best > 0.85 * rate, (best, rate)
+
+
+def test_without_random_loss_the_bottleneck_queue_fills_and_overflows(backend, tmp_path, rate):
+    """The switch forwards a clone of each sender frame: a frame that kept its socket
+    across the redirect counted against TCP small queues, which held the whole bottleneck
+    queue to ~1 ms of data, so a half-BDP buffer never overflowed and p = 0 meant no loss."""
+    bdp = int(rate * 0.0062 / 8)
+    cond = adhoc_condition(["reno"], 6.2, 0.0, 5.0, impl="native", rate_bps=rate, buffer_bytes=bdp // 2, seed=5)
+    record = backend.run(cond, tmp_path)
+    queue = record["measured"]["bottleneck_qdisc"]
+    assert queue["after"]["drops"] - queue["before"]["drops"] > 0, queue
+    assert record["flows"][0]["summary"]["retransmits"] > 0
+    assert "clone" in record["mechanisms"]["switch"]["mechanism"]
+    assert nothing_left(run_id_of(tmp_path))

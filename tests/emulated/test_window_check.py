@@ -15,19 +15,19 @@ from tcpeval.spec import adhoc_condition
 pytestmark = pytest.mark.root
 
 HERE = Path(__file__).resolve().parent
-KERNEL_NAME = "tevbadwindow"   # .name in badwindow.bpf.c
+KERNEL_NAME = "tevbadwindow"   # .name in usercc.bpf.c built with -DCORRUPT_WINDOW
 MAP_NAME = "badwindow"         # the struct_ops map's name there
 
 
 @pytest.fixture
 def corrupting_cc(art, tmp_path):
-    """badwindow.bpf.c built against the running kernel's BTF and registered (bpftool);
+    """usercc.bpf.c -DCORRUPT_WINDOW built against the running kernel's BTF and registered (bpftool);
     unregistered afterwards whatever the test did."""
     from tcpeval import cc
     vmlinux_dir = cc.build()                      # build/cc: vmlinux.h of this kernel
     obj = tmp_path / "badwindow.bpf.o"
     subprocess.run(["clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_x86",
-                    f"-I{vmlinux_dir}", "-Wall", "-c", str(HERE / "badwindow.bpf.c"),
+                    f"-I{vmlinux_dir}", "-DCORRUPT_WINDOW", "-Wall", "-c", str(HERE / "usercc.bpf.c"),
                     "-o", str(obj)], check=True)
     subprocess.run(["bpftool", "struct_ops", "register", str(obj)], check=True,
                    capture_output=True)

@@ -12,7 +12,7 @@
 # metrics: {lambda, epsilon} (config, optional): convergence parameters (0.1, 0.8).
 import os
 
-METRICS_DIR = f"{config['results_dir']}/{{backend}}/{{campaign}}/runs/{{criterion}}/{{variants}}/rtt{{rtt}}/drop{{drop}}/rep{{rep}}"
+METRICS_DIR = f"{config['results_dir']}/{{scope}}/runs/{{rest}}"
 SKIP_BAD = "--skip-bad" if config.get("skip_bad", False) else ""
 METRIC_OPTS = "--lambda {} --epsilon {}".format(
     config.get("metrics", {}).get("lambda", 0.1), config.get("metrics", {}).get("epsilon", 0.8))
@@ -20,9 +20,9 @@ FLAGGED = "--include-flagged" if config.get("include_flagged", False) else ""
 
 
 def metrics_dir(run_dir):
-    """data/raw/<backend>/<campaign>/<rest> -> results/<backend>/<campaign>/runs/<rest>"""
-    backend, campaign, rest = run_dir[len(RAW_DIR) + 1:].split("/", 2)
-    return f"{config['results_dir']}/{backend}/{campaign}/runs/{rest}"
+    """data/raw/<scope>/<rest> -> results/<scope>/runs/<rest> (scope: <backend>[/<design>]/<campaign>)"""
+    scope, rest = paths.split_run_id(run_dir[len(RAW_DIR) + 1:])
+    return f"{config['results_dir']}/{scope}/runs/{rest}"
 
 
 def gathered_run_dirs(wildcards=None):
@@ -41,7 +41,7 @@ rule metrics_run:
         flows=METRICS_DIR + "/flows.parquet",
         samples=METRICS_DIR + "/samples.parquet",
     log:
-        "logs/metrics/{backend}/{campaign}/{criterion}/{variants}/rtt{rtt}/drop{drop}/rep{rep}.log",
+        "logs/metrics/{scope}/{rest}.log",
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output.run),
         skip=SKIP_BAD,
@@ -62,7 +62,7 @@ rule metrics_gather:
         samples=f"{RESULTS}/samples.parquet",
         skipped=f"{RESULTS}/skipped_runs.json",
     log:
-        f"logs/analysis/{BACKEND}/{CAMPAIGN}/gather.log",
+        f"logs/analysis/{SCOPE}/gather.log",
     params:
         dirs=lambda wc: gathered_run_dirs(),
         out=RESULTS,

@@ -26,12 +26,21 @@ try:
 except spec.SpecError as err:
     raise WorkflowError(str(err))
 
+from tcpeval.backends import algorithms  # noqa: E402  (what the backend can run, before anything runs)
+
+if algorithms.problems(RUNS, config["backend"]):
+    raise WorkflowError("\n".join(algorithms.problems(RUNS, config["backend"])))
+
 BACKEND = config["backend"]
 CAMPAIGN = config["campaign"]
 RAW_DIR = config["raw_dir"]
 RUN_DIRS = [paths.run_dir(run, RAW_DIR) for run in RUNS]
 TRACES = [f"{d}/trace.json" for d in RUN_DIRS]
-RESULTS = f"{config['results_dir']}/{BACKEND}/{CAMPAIGN}"
+# The paper's design keeps results/<backend>/<campaign>; any other design's results live
+# under its name, as its raw traces do (tcpeval.paths).
+DESIGN_LABEL = spec.design_label(DESIGN)
+SCOPE = "/".join(x for x in (BACKEND, DESIGN_LABEL, CAMPAIGN) if x)
+RESULTS = f"{config['results_dir']}/{SCOPE}"
 PAPER_PDF = f"{config['paper_dir']}/main.pdf"
 
 # The path grammar (tcpeval.paths) doubles as the wildcard constraints.

@@ -5,10 +5,8 @@
 # switch share this host's CPUs, so an analysis job beside it would distort the
 # measurement. Testbed runs only drive remote hosts and leave the cores to the analysis.
 
-RUN_PATTERN = (
-    f"{RAW_DIR}/{{backend}}/{{campaign}}/{{criterion}}/{{variants}}"
-    "/rtt{rtt}/drop{drop}/rep{rep}"
-)
+# {scope}: <backend>[/<design>]/<campaign>; {rest}: <criterion>/<flows>/rtt../drop..[/factors]/rep<k>
+RUN_PATTERN = f"{RAW_DIR}/{{scope}}/{{rest}}"
 
 
 rule run:

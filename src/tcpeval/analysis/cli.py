@@ -16,10 +16,12 @@ from tcpeval.cli import UserError
 
 
 def per_run_dir(results_dir: str, run_id: str) -> str:
-    """results/<backend>/<campaign>/runs/<criterion>/<variants>/rtt../drop../rep..
-    for the run id <backend>/<campaign>/<criterion>/... (the path grammar)."""
-    backend, campaign, rest = run_id.split("/", 2)
-    return f"{results_dir}/{backend}/{campaign}/runs/{rest}"
+    """results/<backend>[/<design>]/<campaign>/runs/<criterion>/<flows>/rtt../drop../rep..
+    for the run id <backend>[/<design>]/<campaign>/<criterion>/... (the path grammar)."""
+    from tcpeval import paths
+
+    scope, rest = paths.split_run_id(run_id)
+    return f"{results_dir}/{scope}/runs/{rest}"
 
 
 def _metric_kw(args) -> dict:

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from tcpeval import dilation
+from tcpeval import dilation, paths
+from tcpeval.spec import Condition
 from tcpeval import trace as trace_mod
 from tcpeval.analysis import metrics as M
 
@@ -181,6 +182,10 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
             "mean_common_bps": M.mean_throughput(p["t"], p["b"], in_common) if in_common.any() else math.nan,
             "retransmits": float(np.nansum(retr)) if p["n"] else math.nan,
             "cc_requested": f["cc"].get("requested"), "cc_verified": f["cc"].get("verified"),
+            "protocol": f.get("protocol", "tcp"),
+            "stop_s": _num(f.get("stop_s")),
+            "retrans_rate": (M.retransmission_rate(p["b"], retr) if p["n"] and f.get("protocol", "tcp") == "tcp"
+                             else math.nan),
         })
 
     first = per_flow[0]
@@ -228,8 +233,56 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         row.update(conv_applicable=True, converged=c.converged, conv_time_s=c.time_s,
                    spread_bps=c.spread_bps, ubar_bps=c.ubar_bps)
 
+    row.update(_other_studies(per_flow, float(cond["duration_s"]), float(cond["interval_s"])))
+    row.update(design=cond.get("design"), factors=json.dumps(cond.get("factors") or {}, sort_keys=True),
+               rate_setting_bps=_num(cond.get("rate_bps")), buffer_setting_bytes=_num(cond.get("buffer_bytes")),
+               flows_label=paths.format_flows(Condition.from_dict(cond).flow_labels))
     samples = _samples(run_id, per_flow, flows_in)
     return row, flow_rows, samples
+
+
+def disturbance_window(per_flow: list[dict], duration_s: float) -> tuple[float, float] | None:
+    """The window the recovery metric measures around: the lifetime of the first UDP flow,
+    else of the first flow that joins late or leaves early (a competitor that comes and
+    goes); None if every flow runs the whole run."""
+    tol = 1e-6
+    partial = [p for p in per_flow if p["start"] > tol or p["end"] < duration_s - max(tol, 2 * _dt(p))]
+    udp = [p for p in partial if p["flow"].get("protocol") == "udp"]
+    chosen = (udp or partial or [None])[0]
+    if chosen is None:
+        return None
+    stop = chosen["flow"].get("stop_s")
+    return chosen["start"], float(stop) if stop is not None else chosen["end"]
+
+
+def _dt(p: dict) -> float:
+    return float(np.median(np.diff(p["t"]))) if p["n"] > 1 else 0.0
+
+
+def _other_studies(per_flow: list[dict], duration_s: float, interval_s: float) -> dict:
+    """Metrics beyond the paper's (issue 12): aggregate throughput, Jain's index over the
+    intervals where two or more TCP flows are active, and the recovery of the first TCP
+    flow that runs throughout from a disturbance window."""
+    tcp = [p for p in per_flow if p["flow"].get("protocol", "tcp") == "tcp"]
+    total_bytes = sum(float(p["b"].sum()) for p in tcp)
+    out = {"n_tcp": len(tcp), "tcp_total_bps": 8.0 * total_bytes / duration_s if duration_s > 0 else math.nan,
+           "jain_overlap": math.nan, "overlap_s": 0.0,
+           "disturbance_start_s": math.nan, "disturbance_stop_s": math.nan,
+           "pre_bps": math.nan, "during_bps": math.nan, "post_bps": math.nan,
+           "recovery_ratio": math.nan, "recovered": False, "recovery_time_s": math.nan}
+    if len(tcp) > 1:
+        cells = M.jain_per_cell([(p["start"], p["t"], p["b"]) for p in tcp], interval_s)
+        out["jain_overlap"] = cells.mean
+        out["overlap_s"] = float(len(cells.t_s) * interval_s)
+    window = disturbance_window(per_flow, duration_s)
+    whole = [p for p in tcp if p["start"] <= 1e-6 and (window is None or p["end"] >= window[1])]
+    if window is not None and whole:
+        p = whole[0]
+        rec = M.throughput_recovery(p["start"] + p["t"], p["b"], window[0], window[1], start_s=p["start"])
+        out.update(disturbance_start_s=window[0], disturbance_stop_s=window[1], pre_bps=rec.pre_bps,
+                   during_bps=rec.during_bps, post_bps=rec.post_bps, recovery_ratio=rec.ratio,
+                   recovered=rec.recovered, recovery_time_s=rec.time_to_recover_s)
+    return out
 
 
 def _num(v) -> float:

@@ -45,11 +45,17 @@ RUN_SCHEMA = pa.schema([
     ("flow1_bps", _F), ("flow2_bps", _F), ("jain", _F), ("utilisation_bps", _F),
     ("utilisation_frac", _F), ("conv_applicable", _B), ("converged", _B),
     ("conv_time_s", _F), ("spread_bps", _F), ("ubar_bps", _F), ("lambda", _F), ("epsilon", _F),
+    # beyond the paper (extract._other_studies)
+    ("design", _S), ("factors", _S), ("rate_setting_bps", _F), ("buffer_setting_bytes", _F),
+    ("flows_label", _S), ("n_tcp", _I), ("tcp_total_bps", _F), ("jain_overlap", _F), ("overlap_s", _F),
+    ("disturbance_start_s", _F), ("disturbance_stop_s", _F), ("pre_bps", _F), ("during_bps", _F),
+    ("post_bps", _F), ("recovery_ratio", _F), ("recovered", _B), ("recovery_time_s", _F),
 ])
 FLOW_SCHEMA = pa.schema([
     ("run", _S), ("flow", _I), ("order", _I), ("variant", _S), ("impl", _S), ("start_s", _F),
     ("end_s", _F), ("bytes", _F), ("mean_bps", _F), ("mean_common_bps", _F),
     ("retransmits", _F), ("cc_requested", _S), ("cc_verified", _S),
+    ("protocol", _S), ("stop_s", _F), ("retrans_rate", _F),
 ])
 _F32 = pa.float32()
 SAMPLE_SCHEMA = pa.schema([

@@ -82,6 +82,7 @@ def _condition(args):
         condition = spec.adhoc_condition(
             variants, args.rtt, args.drop, args.duration, backend=args.backend,
             starts=_floats(args.start, "--start") if args.start else None, impl=args.impl,
+            stops=_stops(args.stop) if args.stop else None, object_path=args.object,
             interval_s=args.interval, rate_bps=parse_rate(args.rate) if args.rate else None,
             buffer_bytes=parse_bytes(args.buffer) if args.buffer else None,
             background_loss=args.background_loss, hz=args.hz, seed=args.seed,
@@ -92,6 +93,18 @@ def _condition(args):
         from dataclasses import replace
         condition = replace(condition, stack=stack)
     return condition, Path(args.out)
+
+
+def _stops(text: str) -> list[float | None]:
+    """--stop 0,20: per flow, 0 or '-' for 'runs to the end'."""
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if item in ("", "-", "0"):
+            out.append(None)
+        else:
+            out.append(_floats(item, "--stop")[0])
+    return out
 
 
 def _dilation_arg(text: str):
@@ -122,6 +135,11 @@ def cmd_run(args) -> int:
     from tcpeval.backends.emulated.host import PreflightError
 
     condition, run_dir = _condition(args)
+    from tcpeval.backends import algorithms
+
+    found = algorithms.problems([condition], condition.backend)
+    if found:
+        raise UserError("; ".join(found))
     backend = _backend(condition.backend, args)
     try:
         record = backend.run(condition, run_dir, force=args.force)
@@ -257,7 +275,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", help="run directory of an ad-hoc run")
     p.add_argument("--rate", help="bottleneck rate (5G, 9.5gbit, 500M); default: calibrated host rate")
     p.add_argument("--buffer", help="bottleneck buffer (4M, 16MiB, bytes, or 'bdp' = one BDP, the default)")
-    p.add_argument("--impl", default="port", choices=["port", "native"], help="3.16 port or the host's built-in")
+    p.add_argument("--stop", help="stop times in s per flow, e.g. -,20 ('-': to the end)")
+    p.add_argument("--impl", default="port", choices=["port", "native", "bpf"],
+                   help="port: the 3.16 port; native: the host kernel's (e.g. bbr); bpf: your own --object")
+    p.add_argument("--object", help="impl bpf: a BPF struct_ops object (.bpf.o); --variant is its .name")
     p.add_argument("--seed", type=lambda s: int(s, 0), default=None, help="drop generator seed")
     p.add_argument("--interval", type=float, default=0.1, help="sample interval in s (default 0.1)")
     p.add_argument("--background-loss", type=float, default=0.0,

@@ -35,7 +35,9 @@ Tolerances (documented in the trace under fidelity.tolerances):
   stretched clock slows each of them). Judged once the receivers sent MIN_ACKS ACKs then.
 - receiver rate: no flow's receiver may get more than INTERVAL_RATE_MAX x the bottleneck
   rate in one sampling interval (the interval edges of sender and receiver differ by a
-  fraction of a packet train, not by a factor).
+  fraction of a packet train, not by a factor), plus what a loss can hold back: the data
+  that arrived behind a hole reaches the application at once when the retransmission
+  fills it, up to a window (one BDP plus the buffer) in one interval.
 - time dilation: a run dilated by a factor k (tcpeval.dilation) is judged in virtual
   units. Its trace holds physical measurements, so the absolute time tolerances above
   (RTT_TOL_ABS_MS, LATE_MAX_MS, LATE_HARD_MS) apply multiplied by k: a frame 24 ms late on
@@ -169,14 +171,19 @@ def ack_clock_check(segments_per_ack: float | None, acks: int | None) -> str | N
     return None
 
 
-def receiver_rate_check(interval_bps: list, rate_bps: float) -> str | None:
+def receiver_rate_check(interval_bps: list, rate_bps: float, held_bytes: float = 0.0,
+                        interval_s: float | None = None) -> str | None:
+    """held_bytes: what a receiver may hold behind a hole and release at once (a window:
+    BDP plus buffer), over the sampling interval interval_s."""
     if not rate_bps or not interval_bps:
         return None
+    limit = INTERVAL_RATE_MAX * rate_bps + (8 * held_bytes / interval_s if held_bytes and interval_s else 0.0)
     top = max(interval_bps)
-    if top > INTERVAL_RATE_MAX * rate_bps:
-        n = sum(1 for b in interval_bps if b > INTERVAL_RATE_MAX * rate_bps)
+    if top > limit:
+        n = sum(1 for b in interval_bps if b > limit)
+        held = f" plus a window released at once ({held_bytes / 1e6:.3g} MB)" if held_bytes else ""
         return (f"receiver rate: {n} interval(s) up to {top / 1e9:.3g} Gbps, above "
-                f"{INTERVAL_RATE_MAX} x the bottleneck's {rate_bps / 1e9:.3g} Gbps")
+                f"{INTERVAL_RATE_MAX} x the bottleneck's {rate_bps / 1e9:.3g} Gbps{held}")
     return None
 
 
@@ -219,7 +226,7 @@ def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, base_rt
             achieved_bps: float | None, cpu_busy: float | None, delay_stats: dict | None,
             max_cwnd_bytes: float | None = None, buffer_bytes: float | None = None,
             segments_per_ack: float | None = None, receiver_acks: int | None = None,
-            interval_bps: list = (), cc_guard: dict | None = None,
+            interval_bps: list = (), interval_s: float | None = None, cc_guard: dict | None = None,
             sender_defaults: dict | None = None,
             extra_reasons: list[str] = (), dilation: int = 1) -> dict:
     """Every time-valued argument is physical; `dilation` converts the tolerances."""
@@ -262,7 +269,9 @@ def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, base_rt
                            f"ms or more{virtual} (max {delay_stats.get('max_late_ns', 0) / 1e6:.3g} ms)")
     for reason in (window_check(max_cwnd_bytes, rate_bps, rtt_setting_ms, buffer_bytes),
                    ack_clock_check(segments_per_ack, receiver_acks),
-                   receiver_rate_check(list(interval_bps), rate_bps),
+                   receiver_rate_check(list(interval_bps), rate_bps,
+                                       held_bytes=(rate_bps * rtt_setting_ms / 8000 + (buffer_bytes or 0))
+                                       if rate_bps else 0.0, interval_s=interval_s),
                    guard_check(cc_guard), pacing_check(sender_defaults or {})):
         if reason:
             reasons.append(reason)

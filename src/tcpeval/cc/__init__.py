@@ -9,7 +9,7 @@ from ._common import (CCError, HostError, IMPLS, UnknownVariantError, VARIANTS,
                       available_algorithms, kernel_name, source_sha256,
                       struct_ops_map_ids)
 from ._guard import guard_stats, parse_bss_dump
-from ._load import CCHandle, loaded
+from ._load import CCHandle, loaded, loaded_object
 from ._params import parameters
 from ._verify import (set_socket_algorithm, socket_algorithm, ss_algorithms,
                       verify_flows, verify_socket_algorithm)
@@ -17,7 +17,7 @@ from ._verify import (set_socket_algorithm, socket_algorithm, ss_algorithms,
 __all__ = [
     "VARIANTS", "IMPLS", "CCError", "HostError", "UnknownVariantError", "CCHandle",
     "build", "build_host", "build_modules", "check_host", "host_status", "kernel_headers",
-    "loaded", "guard_stats", "parse_bss_dump", "parameters", "kernel_name", "source_sha256", "available_algorithms",
+    "loaded", "loaded_object", "guard_stats", "parse_bss_dump", "parameters", "kernel_name", "source_sha256", "available_algorithms",
     "struct_ops_map_ids",
     "socket_algorithm", "set_socket_algorithm", "verify_socket_algorithm",
     "ss_algorithms", "verify_flows",

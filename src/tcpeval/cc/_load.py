@@ -285,3 +285,40 @@ def loaded(variant: str, impl: str = "port", hz: int = 250, dilation: int = 1) -
                 if reg.count == 0:
                     del _active[name]
                     _release(reg)
+
+
+@contextmanager
+def loaded_object(path: str | Path, name: str) -> Iterator[CCHandle]:
+    """A user's own BPF struct_ops object (impl "bpf"), registered for the duration of
+    the block under the algorithm name its tcp_congestion_ops gives, which must be `name`.
+    Nothing in it is rewritten: it has no emulated HZ and cannot be time-dilated."""
+    obj = Path(path)
+    if not obj.is_file():
+        raise CCError(f"impl bpf: object {obj} does not exist")
+    if name in available_algorithms():
+        raise CCError(f"impl bpf: {name!r} is already registered on this host (built in or by "
+                      f"another program); give your algorithm its own name")
+    check_host()
+    out = build()
+    with _sigterm_as_exit():
+        proc = subprocess.Popen([str(loader_path(out)), str(obj), "-"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            sel = selectors.DefaultSelector()
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            line = proc.stdout.readline() if sel.select(timeout=READY_TIMEOUT) else b""
+            sel.close()
+            if not line.startswith(b"ready "):
+                _stop(proc)
+                err = proc.stderr.read().decode(errors="replace").strip()
+                raise CCError(f"impl bpf: registering {obj} failed (loader exit {proc.returncode}): "
+                              f"{err[-2000:] or 'no ready line'}")
+            # the map's name is the C variable's; the kernel knows the algorithm by .name
+            if name not in available_algorithms():
+                raise CCError(f"impl bpf: {obj} registered, but not as {name!r} "
+                              f"(tcp_available_congestion_control: {' '.join(available_algorithms())}); "
+                              f"the design's variant must be the object's tcp_congestion_ops .name")
+            yield CCHandle(variant=name, impl="bpf", kernel_name=name, object_sha256=sha256_file(obj),
+                           source_sha256=None, hz=None, owner_pid=proc.pid)
+        finally:
+            _stop(proc)

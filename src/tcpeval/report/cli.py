@@ -175,7 +175,33 @@ def cmd_paper(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    """The report of any design's campaign: HTML and PDF from the gathered tables."""
+    from tcpeval import spec
+    from tcpeval.report import design_report
+
+    try:
+        design = spec.load_design(args.design)
+        out = design_report.write(design, args.campaign, args.backend, Path(args.results),
+                                  Path(args.out_dir or Path(args.results) / "report"),
+                                  include_flagged=args.include_flagged)
+    except (spec.SpecError, FileNotFoundError) as err:
+        raise UserError(str(err)) from None
+    print(" ".join(str(p) for p in out))
+    return 0
+
+
 def add_parsers(sub) -> None:
+    p = sub.add_parser("report", help="HTML + PDF report of any design's campaign (tables per criterion, "
+                                      "bar plots per factor, a timeline per condition)")
+    p.add_argument("--design", required=True, help="the design file")
+    p.add_argument("--campaign", required=True)
+    p.add_argument("--backend", default="emulated")
+    p.add_argument("--results", required=True, help="the campaign's gathered tables (results/<backend>/<design>/<campaign>)")
+    p.add_argument("--out-dir", help="default RESULTS/report")
+    p.add_argument("--include-flagged", action="store_true", help="use runs whose fidelity verdict is not ok")
+    p.set_defaults(func=cmd_report)
+
     def common(p):
         p.add_argument("--results", required=True, help="campaign results, e.g. results/emulated/smoke")
         p.add_argument("--design", help="design file (default config/design.yaml)")

@@ -41,9 +41,22 @@ def cc_module():
 
 
 @contextlib.contextmanager
-def loaded(variant: str, impl: str = "port", hz: int = 250, dilation: int = 1):
+def loaded(variant: str, impl: str = "port", hz: int = 250, dilation: int = 1, object_path: str | None = None):
     """Yield a handle with .variant .impl .kernel_name .object_sha256 .source_sha256 .hz
     .dilation (the factor the port's clocks are slowed by)."""
+    if impl == "bpf":
+        mod = cc_module()
+        if dilation != 1:
+            raise BackendError(f"flow variant {variant!r}: a user's BPF object cannot be time-dilated "
+                               f"(x{dilation}); only the 3.16 ports read a dilated clock")
+        if mod is None or not hasattr(mod, "loaded_object"):
+            raise BackendError(f"flow variant {variant!r}: impl bpf needs tcpeval.cc")
+        try:
+            with mod.loaded_object(object_path, variant) as handle:
+                yield handle
+        except mod.CCError as err:
+            raise BackendError(f"flow variant {variant!r}: {err}") from None
+        return
     mod = cc_module() if impl == "port" else None
     if mod is None and dilation != 1:
         raise BackendError(f"flow variant {variant!r}: time dilation x{dilation} needs the 3.16 "

@@ -25,7 +25,8 @@ from tcpeval.backends.base import BackendError
 LOCK_PATH = Path("/run/lock/tcpeval-net.lock")
 STATE_DIR = Path("/run/tcpeval")
 PREFIX = "tev"
-ROLES = ("s1", "s2", "r1", "r2", "sw")
+MAX_PAIRS = 16  # runner.MAX_FLOWS
+ROLES = ("sw", *(f"{k}{i}" for i in range(1, MAX_PAIRS + 1) for k in ("s", "r")))
 # Our namespace names: tev + 6 hex + '-' + role. Cleanup touches nothing else.
 NS_RE = re.compile(rf"^{PREFIX}([0-9a-f]{{6}})-(?:{'|'.join(ROLES)})$")
 REQUIRED_TOOLS = ("ip", "tc", "ethtool", "iperf3", "clang", "gcc", "bpftool")

@@ -203,7 +203,9 @@ class Topology:
             host.run([art.tevbpf, "fwd", art.dropper_obj, port, *data_routes], ns=sw)
         for port in self.ack_ports():
             host.run([art.tevbpf, "fwd", art.dropper_obj, port, *ack_routes], ns=sw)
-        return {"mechanism": "bpf-tc redirect (tev_l2fwd), L2 forwarding at the ports' tc ingress",
+        return {"mechanism": "bpf-tc clone redirect (tev_l2fwd), L2 forwarding at the ports' tc ingress; "
+                             "the forwarded clone belongs to no socket (TCP small queues end at the "
+                             "switch, as at a sender's NIC)",
                 "data_path": f"{' '.join(self.sender_ports())} ingress -> {self.bottleneck_dev} egress"
                              + (" -> bridge -> receiver ports" if self.bridged else ""),
                 "fallback": "IPv4 forwarding (unknown destinations, non-IPv4)"}

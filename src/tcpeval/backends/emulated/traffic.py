@@ -29,6 +29,8 @@ class FlowProc:
     server: subprocess.Popen | None = None
     client: subprocess.Popen | None = None
     started_at: float | None = None
+    ended_at: float | None = None     # when the client was seen to have exited
+    stop_s: float | None = None       # scheduled end (run seconds), None: the run's end
     ss_algorithms: list | None = None  # what `ss -ti` showed on the sender's sockets
     default_cc_set: bool = False
     ss_tries: int = 0

@@ -143,8 +143,12 @@ class TestbedBackend:
                 f"(path.rtt_ms in {desc['_source']}); re-patch the rings and update it, or run "
                 "the conditions of this RTT first")
         for i, flow in enumerate(condition.flows):
-            if flow.protocol != "tcp":
-                raise BackendError(f"condition.flows[{i}].protocol: only tcp flows run on the testbed")
+            if flow.protocol == "tcp" and flow.impl not in desc["cc_names"]:
+                raise BackendError(f"condition.flows[{i}].impl: {flow.impl!r} is not set up on the testbed "
+                                   f"(cc_names in {desc['_source']} has {', '.join(desc['cc_names'])}); "
+                                   "register your own object on the senders and name it under cc_names")
+            if flow.protocol == "udp" and not flow.rate_bps:
+                raise BackendError(f"condition.flows[{i}].rate_bps: a UDP cross-traffic flow needs a rate")
 
     def _execute(self, condition, run_dir: Path, desc: dict, log) -> dict:
         started_at = common.now_iso()
@@ -166,6 +170,9 @@ class TestbedBackend:
             # congestion control: the senders must offer the requested algorithm
             names = []
             for flow, sender in zip(condition.flows, senders):
+                if flow.protocol == "udp":
+                    names.append(None)
+                    continue
                 name = desc["cc_names"][flow.impl].format(variant=flow.variant)
                 available = sender.read_text("/proc/sys/net/ipv4/tcp_available_congestion_control").split()
                 if name not in available:
@@ -206,23 +213,34 @@ class TestbedBackend:
             bus.write(registers.dropper.REG_CONTROL, registers.dropper.CONTROL_ENABLE)
             t0 = time.monotonic()
             clients = []
+            actual = {}  # flow -> [start, stop] in run seconds, as this controller saw them
             order = sorted(range(n), key=lambda i: condition.flows[i].start_s)
             for i in order:
                 flow = condition.flows[i]
                 while time.monotonic() < t0 + flow.start_s:
                     time.sleep(0.01)
                 out = f"{tmpdirs[i]}/iperf3-flow{i}.json"
+                what = (["-u", "-b", f"{int(flow.rate_bps)}"] if flow.protocol == "udp" else ["-C", names[i]])
                 clients.append((i, out, senders[i].spawn(
                     ["timeout", limit, "iperf3", "-c", desc["receivers"][i]["data_ip"], "-p", PORT + i, "-J",
-                     "--logfile", out, "-t", f"{condition.duration_s - flow.start_s:g}",
-                     "-i", f"{condition.interval_s:g}", "-C", names[i], "--get-server-output"])))
-                log(f"flow {i} started ({names[i]}) at {time.monotonic() - t0:.2f} s")
+                     "--logfile", out, "-t", f"{flow.end_s(condition.duration_s) - flow.start_s:g}",
+                     "-i", f"{condition.interval_s:g}", *what, "--get-server-output"])))
+                actual[i] = [time.monotonic() - t0, None]
+                log(f"flow {i} started ({names[i] or 'udp'}) at {actual[i][0]:.2f} s")
+            deadline = t0 + condition.duration_s + GRACE_S
+            while any(proc.poll() is None for _, _, proc in clients):
+                for i, _, proc in clients:
+                    if actual[i][1] is None and proc.poll() is not None:
+                        actual[i][1] = time.monotonic() - t0
+                if time.monotonic() > deadline:
+                    for i, _, proc in clients:
+                        if proc.poll() is None:
+                            proc.kill()
+                            raise BackendError(f"flow {i}: iperf3 did not finish within duration + {GRACE_S:g} s")
+                time.sleep(0.05)
             for i, _, proc in clients:
-                try:
-                    proc.wait(timeout=condition.duration_s + GRACE_S)
-                except Exception:
-                    proc.kill()
-                    raise BackendError(f"flow {i}: iperf3 did not finish within duration + {GRACE_S:g} s")
+                if actual[i][1] is None:
+                    actual[i][1] = time.monotonic() - t0
             registers.disable(bus)
             seen, dropped = registers.counters(bus)
             log(f"traffic done in {time.monotonic() - t0:.1f} s; drop module saw {seen}, dropped {dropped}")
@@ -235,15 +253,16 @@ class TestbedBackend:
                     data = json.loads(text)
                 except json.JSONDecodeError as err:
                     raise BackendError(f"flow {i}: iperf3 JSON unreadable: {err}") from None
-                parsed = common.parse_iperf3(data, i, "tcp")
-                if parsed["verified"] != names[i]:
+                flow = condition.flows[i]
+                parsed = common.parse_iperf3(data, i, flow.protocol)
+                if flow.protocol == "tcp" and parsed["verified"] != names[i]:
                     raise BackendError(f"flow {i} ({condition.flows[i].variant}): asked for congestion control "
                                        f"{names[i]!r}, the socket used {parsed['verified']!r}; run discarded")
-                flow = condition.flows[i]
                 flows.append({
-                    "id": i, "variant": flow.variant, "impl": flow.impl, "protocol": "tcp",
-                    "start_s": flow.start_s,
-                    "cc": {"requested": names[i], "verified": parsed["verified"], "object_sha256": None,
+                    "id": i, "variant": flow.variant, "impl": flow.impl, "protocol": flow.protocol,
+                    "start_s": flow.start_s, "stop_s": flow.stop_s,
+                    "actual": {"start_s": actual[i][0], "stop_s": actual[i][1]},
+                    "cc": {"requested": names[i] or "udp", "verified": parsed["verified"], "object_sha256": None,
                            "source_sha256": None, "hz": None, "receiver": parsed["receiver_cc"]},
                     "samples": parsed["samples"], "summary": parsed["summary"],
                     "raw_files": [f"iperf3-flow{i}.json"],

@@ -221,7 +221,15 @@ int tev_l2fwd(struct __sk_buff *skb)
 	__builtin_memcpy(eth->h_source, e->src, 6);
 	if (skb->gso_segs <= 1) /* a TSO frame is marked per segment by the drop stage */
 		mark_segment((__u8 *)data + sizeof(*eth));
-	return bpf_redirect(e->ifindex, 0);
+	/* A clone goes on, the sender's own frame ends here. A frame that crossed the veth
+	 * still belongs to its sender's socket, and a redirect keeps it so: TCP small queues
+	 * then count the whole bottleneck queue as the sender's own and hold it to about a
+	 * millisecond of data (the queue never filled, no flow ever overflowed a buffer).
+	 * A clone belongs to no socket, so the frame leaves the sender as from a NIC (IP
+	 * forwarding drops the owner the same way, in ip_rcv). */
+	if (bpf_clone_redirect(skb, e->ifindex, 0))
+		return TC_ACT_OK; /* no clone: the kernel's normal path */
+	return TC_ACT_SHOT;
 }
 
 /* Test entry for BPF_PROG_TEST_RUN: the drop stage's edits of a frame without its drop

@@ -41,9 +41,9 @@
 
 #include "segment_mark.h" /* the ACKs get the same mark as the data */
 
-#define MAX_IN 4
+#define MAX_IN 16 /* one per ACK port: runner.MAX_FLOWS pairs */
 #define TP_STATUS_USER_SEEN (1u << 30) /* ours: frame already inspected */
-#define MAX_ROUTES 8
+#define MAX_ROUTES 32
 #define MAX_HELD 6 /* "held back" thresholds in the stats */
 #define BATCH 16 /* bounds the work done per send call (ACK processing downstream) */
 #define FRAME_SIZE 2048u

@@ -1,0 +1,318 @@
+"""A report for any design: HTML (and the same content as a PDF), generated from the design.
+
+For every criterion of the campaign: what it varies, a table of its conditions with the
+metrics the criterion names (means over repetitions, with n), a bar plot of the headline
+metric per varying factor, and a throughput timeline per condition (first repetition).
+Everything comes from the gathered tables (runs/flows/samples.parquet) and the design;
+nothing is specific to the paper's design, whose own report is its manuscript.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
+
+from tcpeval import paths, spec  # noqa: E402
+from tcpeval.analysis import metrics as M  # noqa: E402
+
+# metric name in the design -> (column, heading, scale, format); a metric with several
+# columns lists them all
+METRIC_COLUMNS = {
+    "mean_throughput": [("tcp_total_bps", "TCP throughput [Mbit/s]", 1e-6, "{:.1f}")],
+    "throughput_quantiles": [("q25_bps", "Q0.25 [Mbit/s]", 1e-6, "{:.1f}"), ("q50_bps", "Q0.5 [Mbit/s]", 1e-6, "{:.1f}"),
+                             ("q75_bps", "Q0.75 [Mbit/s]", 1e-6, "{:.1f}")],
+    "jain_index": [("jain", "Jain (common interval)", 1, "{:.3f}")],
+    "link_utilisation": [("utilisation_frac", "utilisation", 1, "{:.3f}")],
+    "convergence_time": [("conv_time_s", "convergence [s]", 1, "{:.2f}")],
+    "spread": [("spread_bps", "spread [Mbit/s]", 1e-6, "{:.2f}")],
+    "retransmission_rate": [("retrans_rate", "retransmissions / segment", 1, "{:.2e}")],
+    "recovery": [("pre_bps", "before [Mbit/s]", 1e-6, "{:.1f}"), ("during_bps", "during [Mbit/s]", 1e-6, "{:.1f}"),
+                 ("post_bps", "after [Mbit/s]", 1e-6, "{:.1f}"), ("recovery_ratio", "after/before", 1, "{:.3f}"),
+                 ("recovery_time_s", "time to 90 % [s]", 1, "{:.2f}")],
+    "jain_over_overlap": [("jain_overlap", "Jain (overlap)", 1, "{:.3f}"), ("overlap_s", "overlap [s]", 1, "{:.1f}")],
+    "throughput_timeline": [],
+}
+HEADLINE = ("mean_throughput", "jain_over_overlap", "jain_index", "recovery", "retransmission_rate")
+
+
+@dataclass
+class Section:
+    name: str
+    description: str
+    factors: list[str]          # what varies within the criterion (condition columns)
+    table: pd.DataFrame         # one row per condition
+    bars: list[tuple[str, bytes]]       # (title, PNG)
+    timelines: list[tuple[str, bytes]]  # (condition, PNG)
+    figures: list                # matplotlib figures, for the PDF
+    metric_cols: list            # METRIC_COLUMNS entries of the criterion's metrics
+    n_expected: int              # runs of the criterion in the campaign
+    n_ok: int                    # of those, with tables (and verdict ok unless flagged included)
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _load(results: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    missing = [n for n in ("runs.parquet", "flows.parquet", "samples.parquet") if not (results / n).exists()]
+    if missing:
+        raise FileNotFoundError(f"{results}: {', '.join(missing)} missing; run `tcpeval metrics gather` "
+                                "(or make report) first")
+    return (pd.read_parquet(results / "runs.parquet"), pd.read_parquet(results / "flows.parquet"),
+            pd.read_parquet(results / "samples.parquet"))
+
+
+def condition_columns(crit: dict) -> list[str]:
+    """The columns that name a condition of a criterion: the flows (which name every
+    variant-valued grid key), then every numeric grid key with more than one value
+    (rtt_ms, drop, factors), in grid order."""
+    variant_keys = _variant_keys(crit)
+    return ["flows_label"] + [k for k, vs in crit["grid"].items() if len(vs) > 1 and k not in variant_keys]
+
+
+def _with_factors(runs: pd.DataFrame) -> pd.DataFrame:
+    runs = runs.copy()
+    extra = runs["factors"].fillna("{}").map(json.loads)
+    for key in sorted({k for d in extra for k in d}):
+        runs[key] = extra.map(lambda d, k=key: d.get(k, math.nan))
+    return runs
+
+
+def _variant_keys(crit: dict) -> list[str]:
+    return [k for k, vs in crit["grid"].items() if k not in spec.CONDITION_KEYS
+            and all(isinstance(v, str) for v in vs)]
+
+
+def _timeline(samples: pd.DataFrame, flows: pd.DataFrame, run: pd.Series):
+    mine = flows[flows["run"] == run["run"]].sort_values("flow")
+    per_flow, labels = [], []
+    for _, f in mine.iterrows():
+        s = samples[(samples["run"] == run["run"]) & (samples["flow"] == f["flow"])]
+        per_flow.append((f["start_s"], s["t_s"].to_numpy(), s["bytes"].to_numpy()))
+        impl = "" if f["impl"] == "port" or f["protocol"] == "udp" else f" ({f['impl']})"
+        labels.append(f"{f['flow']}: {f['variant']}{impl}")
+    tl = M.throughput_timelines(per_flow, float(run["interval_s"]))
+    fig, ax = plt.subplots(figsize=(7.5, 2.6))
+    for i, label in enumerate(labels):
+        part = tl[tl["flow"] == i]
+        ax.plot(part["t_s"], part["throughput_bps"] / 1e6, lw=0.9, label=label)
+    if np.isfinite(run.get("disturbance_start_s", math.nan)):
+        ax.axvspan(run["disturbance_start_s"], run["disturbance_stop_s"], color="0.85", zorder=0,
+                   label="disturbance")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("throughput [Mbit/s]")
+    ax.set_xlim(0, float(run["duration_s"]))
+    ax.legend(fontsize=7, ncol=min(4, len(labels) + 1), loc="upper right")
+    ax.set_title(run["condition"], fontsize=8)
+    return fig
+
+
+def _bars(table: pd.DataFrame, factor: str, metric_col: str, heading: str, scale: float, hue: str | None):
+    fig, ax = plt.subplots(figsize=(5.2, 2.8))
+    data = table.copy()
+    data["_x"] = data[factor].map(lambda v: _fmt_level(factor, v))
+    data["_y"] = data[metric_col] * scale
+    data["_err"] = data[metric_col + "_sd"].fillna(0) * scale
+    groups = list(dict.fromkeys(data[hue])) if hue else [None]
+    xs = list(dict.fromkeys(data["_x"]))
+    width = 0.8 / len(groups)
+    for g, group in enumerate(groups):
+        part = data if group is None else data[data[hue] == group]
+        part = part.groupby("_x", sort=False)[["_y", "_err"]].mean().reindex(xs)
+        ax.bar(np.arange(len(xs)) + (g - (len(groups) - 1) / 2) * width, part["_y"], width,
+               yerr=part["_err"], label=str(group) if group is not None else None, capsize=2)
+    ax.set_xticks(range(len(xs)), xs)
+    ax.set_xlabel(factor)
+    ax.set_ylabel(heading)
+    if hue:
+        ax.legend(fontsize=7, title=hue, title_fontsize=7)
+    return fig
+
+
+def _fmt_level(key: str, value) -> str:
+    if isinstance(value, str):
+        return value
+    if key == "rate_bps":
+        return paths.format_factor("rate_bps", value).removeprefix("rate")
+    if key == "buffer_bytes":
+        return paths.format_factor("buffer_bytes", value).removeprefix("buf")
+    if key == "drop":
+        return paths.format_drop(value)
+    return paths.format_rtt(value)
+
+
+def build(design: dict, campaign: str, backend: str, results: Path, *, include_flagged: bool = False) -> dict:
+    """The report's content: header facts and one Section per criterion."""
+    runs, flows, samples = _load(results)
+    runs = _with_factors(runs[runs["status"] == "ok"])
+    expected = spec.expand(design, campaign, backend)
+    flagged = runs[runs["verdict"] != "ok"]
+    if not include_flagged:
+        runs = runs[runs["verdict"] == "ok"]
+    # per-run retransmission rate: the mean of the TCP flows'
+    rr = flows[flows["protocol"].fillna("tcp") == "tcp"].groupby("run")["retrans_rate"].mean()
+    runs = runs.assign(retrans_rate=runs["run"].map(rr))
+    sections = []
+    for name in spec.criteria_of(design, campaign):
+        crit = design["criteria"][name]
+        cols = condition_columns(crit)
+        have = runs[runs["criterion"] == name].copy()
+        for key in cols:
+            if key not in have.columns:
+                have[key] = math.nan
+        have["condition"] = have["run"].map(lambda r: paths.split_run_id(r)[1].rsplit("/rep", 1)[0])
+        metric_cols = [c for m in crit.get("metrics", ["mean_throughput"]) for c in METRIC_COLUMNS.get(m, [])]
+        values = [c for c, *_ in metric_cols]
+        n_expected = sum(1 for r in expected if r.criterion == name)
+        if have.empty:
+            table = pd.DataFrame(columns=["condition", *cols, "n"])
+        else:
+            table = (have.groupby("condition", sort=False)
+                     .agg(**{c: (c, "first") for c in cols}, n=("run", "size"),
+                          **{v: (v, "mean") for v in values}, **{v + "_sd": (v, "std") for v in values})
+                     .reset_index())
+        sec = Section(name=name, description=crit.get("description", ""), factors=cols, table=table,
+                      bars=[], timelines=[], figures=[], metric_cols=metric_cols,
+                      n_expected=n_expected, n_ok=len(have))
+        # bar plots of the headline metric per varying factor
+        head = next((m for m in HEADLINE if m in crit.get("metrics", ["mean_throughput"])), "mean_throughput")
+        col, heading, scale, _ = METRIC_COLUMNS[head][0 if head != "recovery" else 3]
+        varying = [c for c in cols if c != "flows_label" and not table.empty and table[c].nunique() > 1]
+        if not table.empty and (varying or table["flows_label"].nunique() > 1):
+            for factor in varying or ["flows_label"]:
+                others = [c for c in cols if c not in (factor, "flows_label") and table[c].nunique() > 1]
+                hue = "flows_label" if factor != "flows_label" and table["flows_label"].nunique() > 1 else (
+                    others[0] if others else None)
+                fig = _bars(table, factor, col, heading, scale, hue)
+                sec.bars.append((f"{heading} by {factor}", _png(fig)))
+                sec.figures.append(fig)
+        for cond, group in have.sort_values("rep").groupby("condition", sort=False):
+            fig = _timeline(samples, flows, group.iloc[0])
+            sec.timelines.append((f"{cond} (rep {int(group.iloc[0]['rep'])})", _png(fig)))
+            sec.figures.append(fig)
+        sections.append(sec)
+    env = runs.iloc[0] if not runs.empty else {}
+    return {"design": design, "campaign": campaign, "backend": backend, "sections": sections,
+            "n_expected": len(expected), "n_ok": len(runs), "flagged": flagged,
+            "kernel": env.get("kernel") if len(runs) else None,
+            "git_revision": env.get("git_revision") if len(runs) else None,
+            "include_flagged": include_flagged}
+
+
+def _table_html(sec: Section) -> str:
+    t = sec.table
+    heads = ["condition", *[c for c in sec.factors if c != "flows_label"], "flows", "n",
+             *[h for _, h, _, _ in sec.metric_cols]]
+    rows = []
+    for _, r in t.iterrows():
+        cells = [f"<code>{html.escape(str(r['condition']))}</code>"]
+        cells += [html.escape(_fmt_level(c, r[c])) for c in sec.factors if c != "flows_label"]
+        cells += [html.escape(str(r["flows_label"])), str(int(r["n"]))]
+        for col, _, scale, fmt in sec.metric_cols:
+            v = r.get(col, math.nan)
+            sd = r.get(col + "_sd", math.nan)
+            text = "n/a" if not np.isfinite(v) else fmt.format(v * scale)
+            if np.isfinite(v) and np.isfinite(sd) and r["n"] > 1:
+                text += " &plusmn; " + fmt.format(sd * scale)
+            cells.append(text)
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def _img(png: bytes, alt: str) -> str:
+    return (f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,'
+            f'{base64.b64encode(png).decode()}"><figcaption>{html.escape(alt)}</figcaption></figure>')
+
+
+def render_html(content: dict) -> str:
+    d = content["design"]
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(d.get('title', d['name']))}</title>",
+           "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto;color:#222}"
+           "table{border-collapse:collapse;font-size:85%;margin:1em 0}td,th{border:1px solid #bbb;padding:2px 6px;"
+           "text-align:right}td:first-child{text-align:left}figure{display:inline-block;margin:.5em}"
+           "img{max-width:100%}figcaption{font-size:80%;color:#555}.flag{color:#a40}</style></head><body>",
+           f"<h1>{html.escape(d.get('title', d['name']))}</h1>",
+           f"<p>Design <code>{html.escape(d['name'])}</code>, campaign <code>{html.escape(content['campaign'])}</code> "
+           f"({html.escape(d['campaigns'][content['campaign']].get('description', ''))}), backend "
+           f"<code>{content['backend']}</code>. Runs with verdict ok: {content['n_ok']} of {content['n_expected']}"
+           f"{' (flagged runs included)' if content['include_flagged'] else ''}. Kernel {html.escape(str(content['kernel']))},"
+           f" tcpeval revision <code>{html.escape(str(content['git_revision']))}</code>.</p>"]
+    if len(content["flagged"]):
+        out.append("<p class='flag'>Flagged runs (" + ("included" if content["include_flagged"] else "left out")
+                   + "):</p><ul class='flag'>" + "".join(
+                       f"<li><code>{html.escape(r['run'])}</code>: {html.escape(str(r['flag_reasons']))}</li>"
+                       for _, r in content["flagged"].iterrows()) + "</ul>")
+    for sec in content["sections"]:
+        out.append(f"<h2>{html.escape(sec.name)}</h2><p>{html.escape(sec.description)} "
+                   f"({sec.n_ok} of {sec.n_expected} runs)</p>")
+        out.append(_table_html(sec))
+        out += [_img(png, title) for title, png in sec.bars]
+        if sec.timelines:
+            out.append("<h3>Throughput over time</h3>")
+            out += [_img(png, title) for title, png in sec.timelines]
+    out.append("<p><small>Generated by <code>tcpeval report</code> from the design file and "
+               "the campaign's tables; means over repetitions &plusmn; standard deviation.</small></p></body></html>")
+    return "\n".join(out)
+
+
+def render_pdf(content: dict, path: Path) -> None:
+    d = content["design"]
+    with PdfPages(path) as pdf:
+        fig = plt.figure(figsize=(8.27, 11.69))
+        lines = [d.get("title", d["name"]), "",
+                 f"design {d['name']}, campaign {content['campaign']}, backend {content['backend']}",
+                 f"runs with verdict ok: {content['n_ok']} of {content['n_expected']}",
+                 f"kernel {content['kernel']}, tcpeval {content['git_revision']}", ""]
+        for sec in content["sections"]:
+            lines.append(f"{sec.name}: {sec.description} ({sec.n_ok} of {sec.n_expected} runs)")
+        fig.text(0.08, 0.95, "\n".join(lines), va="top", fontsize=9, wrap=True)
+        pdf.savefig(fig)
+        plt.close(fig)
+        for sec in content["sections"]:
+            if not sec.table.empty:
+                fig, ax = plt.subplots(figsize=(11.69, 0.5 + 0.3 * (len(sec.table) + 2)))
+                ax.axis("off")
+                heads = ["condition", "n", *[h for _, h, _, _ in sec.metric_cols]]
+                cells = [[str(r["condition"]), str(int(r["n"])),
+                          *[("n/a" if not np.isfinite(r.get(c, math.nan)) else f.format(r[c] * s))
+                            for c, _, s, f in sec.metric_cols]] for _, r in sec.table.iterrows()]
+                tab = ax.table(cellText=cells, colLabels=heads, loc="upper left", cellLoc="right")
+                tab.auto_set_font_size(False)
+                tab.set_fontsize(7)
+                tab.auto_set_column_width(list(range(len(heads))))
+                ax.set_title(f"{sec.name}: {sec.description}", fontsize=9, loc="left")
+                pdf.savefig(fig, bbox_inches="tight")
+                plt.close(fig)
+            for f in sec.figures:
+                pdf.savefig(f, bbox_inches="tight")
+                plt.close(f)
+
+
+def write(design: dict, campaign: str, backend: str, results: Path, out_dir: Path, *,
+          include_flagged: bool = False) -> list[Path]:
+    """report.html and report.pdf in out_dir, each written atomically."""
+    content = build(design, campaign, backend, results, include_flagged=include_flagged)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    html_path, pdf_path = out_dir / "report.html", out_dir / "report.pdf"
+    tmp = html_path.with_suffix(".html.tmp")
+    tmp.write_text(render_html(content))
+    tmp.replace(html_path)
+    tmp_pdf = out_dir / "report.tmp.pdf"
+    render_pdf(content, tmp_pdf)
+    tmp_pdf.replace(pdf_path)
+    return [html_path, pdf_path]
