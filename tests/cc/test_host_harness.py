@@ -32,6 +32,8 @@ def test_table_one_values():
             p["bic"]["low_window"]) == (16, 4, 819, 14)
     assert (p["cubic"]["beta"], p["cubic"]["tcp_friendliness"]) == (717, 1)
     assert (p["htcp"]["delta_l_ms"], p["htcp"]["delta_b_pct"]) == (1000, 20)
+    # the other 3.16 modules' module_param defaults
+    assert (p["vegas"]["alpha"], p["vegas"]["beta"], p["vegas"]["gamma"]) == (2, 4, 1)
 
 
 def test_reno_316_slow_start_and_ack_counting(host_build):
@@ -260,7 +262,7 @@ def _trajectory(host_build, variant, k):
     return out
 
 
-@pytest.mark.parametrize("variant", ["reno", "scalable", "highspeed", "htcp", "bic", "cubic"])
+@pytest.mark.parametrize("variant", cc.VARIANTS)
 @pytest.mark.parametrize("k", [2, 4, 32])
 def test_a_dilated_port_lives_the_virtual_paths_life(host_build, variant, k):
     # Time dilation: every time a port reads (jiffies, the HyStart ms clock, RTT samples)
@@ -278,3 +280,72 @@ def test_without_dilation_the_slower_path_changes_the_time_based_ports(host_buil
             s1.rtt(10_000, pkts_per_ack=2)
             s4.rtt(40_000, pkts_per_ack=2)
         assert (s1.cwnd, bytes(s1.sk.icsk_ca_priv)) != (s4.cwnd, bytes(s4.sk.icsk_ca_priv)), variant
+
+
+# ---------------------------------------------------------------- the other 3.16 modules
+
+class VegasState(C.Structure):  # struct cc316_vegas in cc/include/cc316.h
+    _fields_ = [("beg_snd_nxt", C.c_uint32), ("beg_snd_una", C.c_uint32),
+                ("beg_snd_cwnd", C.c_uint32), ("doing_vegas_now", C.c_uint8), ("_pad", C.c_uint8),
+                ("cntRTT", C.c_uint16), ("minRTT", C.c_uint32), ("baseRTT", C.c_uint32)]
+
+
+def _vegas_decisions(s, sample_us, n, offset=0):
+    """ACK one packet at a time, each with the RTT sample sample_us, through n of the
+    once-per-RTT decisions (the ACK after which cntRTT is 0); per decision: (cwnd before,
+    cwnd after, ssthresh after, ACKs since the previous decision)."""
+    v = VegasState.from_buffer(s.sk.icsk_ca_priv, offset)
+    out, acks = [], 0
+    while len(out) < n:
+        before = s.cwnd
+        s.ack(1, sample_us, 1000)
+        acks += 1
+        if v.cntRTT == 0:
+            out.append((before, s.cwnd, s.ssthresh, acks))
+            acks = 0
+    return out
+
+
+def test_vegas_keeps_alpha_to_beta_packets_queued(host_build):
+    s = Sim(host_build, "vegas", cwnd=100, ssthresh=50)
+    v = s.ca(VegasState)
+    d = _vegas_decisions(s, 100_000, 1)      # the propagation delay alone: diff 0, +1
+    assert v.baseRTT == 100_001 and d[0][:2] == (100, 101)  # samples count + 1 us (never 0)
+    # diff = cwnd (minRTT - baseRTT) / baseRTT, truncated: the packets this flow queues.
+    # Sample 101,001 us: diff = floor(c * 1001 / 100001) = 1 < alpha = 2 for 100 <= c < 200:
+    # +1 per RTT, decided once per window of ACKs (the window before the previous decision).
+    d = _vegas_decisions(s, 101_001, 10)
+    assert [(b, a) for b, a, _, _ in d] == [(101 + i, 102 + i) for i in range(10)]
+    assert [n for _, _, _, n in d[1:]] == [b for b, _, _, _ in d[:-1]]
+    # Sample 103,001 us: diff = floor(111 * 3001 / 100001) = 3, within [alpha, beta]: no change.
+    # ssthresh follows 3.16's tcp_current_ssthresh, max(ssthresh, 3/4 cwnd) = 55 + 27 = 82.
+    d = _vegas_decisions(s, 103_001, 10)
+    assert all((b, a, ss) == (111, 111, 82) for b, a, ss, _ in d), d
+    # Sample 110,001 us: diff = floor(111 * 10001 / 100001) = 11 > beta = 4: -1 per RTT,
+    # ssthresh = min(ssthresh, cwnd - 1) = 82 (then max with 3/4 cwnd <= 82: still 82) ...
+    d = _vegas_decisions(s, 110_001, 10)
+    assert [(b, a, ss) for b, a, ss, _ in d] == [(111 - i, 110 - i, 82) for i in range(10)]
+    # ... until diff <= beta: 49 * 10001 / 100001 = 4.9 -> 4 at cwnd 49, where it stays.
+    d = _vegas_decisions(s, 110_001, 70)
+    assert d[-1][:2] == (49, 49) and [a for _, a, _, _ in d].count(49) >= 10
+    # a loss is Reno's: cwnd/2; no undo hook in 3.16: max(cwnd, 2 ssthresh)
+    assert s.loss() == (49, 24) and s.undo() == 48   # max(24, 2 x 24)
+
+
+def test_vegas_leaves_slow_start_at_gamma_with_the_achieved_rate(host_build):
+    s = Sim(host_build, "vegas", cwnd=10)
+    d = _vegas_decisions(s, 100_000, 2)      # no queue: slow start doubles per RTT
+    assert [(b, a) for b, a, _, _ in d] == [(20, 21), (40, 41)] and s.ssthresh == INFINITE
+    # (the decision ACK itself adds 1; the other ACKs of the RTT, window - 1, add one each)
+    # 1 ms more: diff = floor(80 * 1001 / 100001) = 0 -> still slow start
+    d = _vegas_decisions(s, 101_000, 1)
+    assert d[0][:2] == (80, 81)
+    # 50 ms more, at c = 81 + 79 = 160: diff = floor(160 * 50000 / 100001) = 79 > gamma = 1:
+    # cwnd = the window the achieved rate needs at baseRTT, + 1 = floor(160 * 100001 / 150001)
+    # + 1 = 106 + 1 = 107, and ssthresh = cwnd - 1 = 106 (3/4 cwnd = 80 is lower): slow
+    # start is over.
+    d = _vegas_decisions(s, 150_000, 1)
+    assert d[0][:3] == (160, 107, 106)
+
+
+INFINITE = 0x7FFFFFFF
