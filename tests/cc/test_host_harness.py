@@ -34,6 +34,7 @@ def test_table_one_values():
     assert (p["htcp"]["delta_l_ms"], p["htcp"]["delta_b_pct"]) == (1000, 20)
     # the other 3.16 modules' module_param defaults
     assert (p["vegas"]["alpha"], p["vegas"]["beta"], p["vegas"]["gamma"]) == (2, 4, 1)
+    assert (p["veno"]["beta"], p["veno"]["v_param_shift"]) == (3, 1)
 
 
 def test_reno_316_slow_start_and_ack_counting(host_build):
@@ -349,3 +350,42 @@ def test_vegas_leaves_slow_start_at_gamma_with_the_achieved_rate(host_build):
 
 
 INFINITE = 0x7FFFFFFF
+
+
+def _acks_to_grow(s, sample_us, to):
+    """ACKs (one packet each, RTT sample sample_us) until cwnd reaches `to`."""
+    n = 0
+    while s.cwnd < to:
+        s.ack(1, sample_us, 1000)
+        n += 1
+    return n
+
+
+def test_veno_backlog_decides_the_decrease_and_slows_the_increase(host_build):
+    # Veno's backlog N = cwnd (RTT - baseRTT) / RTT, in halves (<< 1): diff = 2 cwnd -
+    # floor(2 cwnd baseRTT / RTT), RTT = this ACK's sample + 1 us, baseRTT = 100,001 us.
+    diff = C.c_uint32.from_buffer  # struct veno316.diff, the first word
+    # 101,001 us: diff(100) = 200 - floor(20000200 / 101002) = 200 - 198 = 2 < beta << 1 = 6:
+    # non-congestive, 3.16's ACK counting: +1 per cwnd + 1 ACKs (the first 3 ACKs, without
+    # enough samples, are Reno's and count the same way).
+    s = Sim(host_build, "veno", cwnd=100, ssthresh=50)
+    for _ in range(3):
+        s.ack(1, 100_000, 1000)
+    assert _acks_to_grow(s, 101_001, 101) == 101 - 3 and diff(s.sk.icsk_ca_priv).value == 2
+    assert _acks_to_grow(s, 101_001, 102) == 102
+    # a loss now is deemed random: cwnd x 4/5 = 81
+    assert s.loss() == (102, 81)
+    # 110,001 us: diff(100) = 200 - floor(20000200 / 110002) = 200 - 181 = 19 >= 6: congestive:
+    # the counter wraps every cwnd + 1 ACKs but only every other wrap adds one (the first,
+    # with inc = 1 from init, does).
+    s = Sim(host_build, "veno", cwnd=100, ssthresh=50)
+    for _ in range(3):
+        s.ack(1, 100_000, 1000)
+    assert _acks_to_grow(s, 110_001, 101) == 101 - 3 and diff(s.sk.icsk_ca_priv).value == 19
+    assert _acks_to_grow(s, 110_001, 102) == 2 * 102     # one wrap without, one with
+    assert _acks_to_grow(s, 110_001, 103) == 2 * 103
+    # a loss now is congestion: cwnd / 2; no undo hook in 3.16: max(cwnd, 2 ssthresh)
+    assert s.loss() == (103, 51) and s.undo() == 102
+    # an ACK without an RTT sample leaves minrtt wiped (0x7fffffff): N ~ cwnd, congestive
+    s.ack(1, -1, 1000)
+    assert diff(s.sk.icsk_ca_priv).value == 2 * 51 - (2 * 51 * 100_001) // 0x7FFFFFFF
