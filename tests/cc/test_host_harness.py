@@ -8,7 +8,7 @@ from math import exp, log
 import pytest
 
 import tcpeval.cc as cc
-from hostsim import Sim
+from hostsim import ACK_SLOWPATH, MSS, Sim
 
 RTT = 100_000  # us
 
@@ -35,6 +35,7 @@ def test_table_one_values():
     # the other 3.16 modules' module_param defaults
     assert (p["vegas"]["alpha"], p["vegas"]["beta"], p["vegas"]["gamma"]) == (2, 4, 1)
     assert (p["veno"]["beta"], p["veno"]["v_param_shift"]) == (3, 1)
+    assert (p["westwood"]["rtt_min_hz_div"], p["westwood"]["init_rtt_hz_mul"]) == (20, 20)
 
 
 def test_reno_316_slow_start_and_ack_counting(host_build):
@@ -389,3 +390,56 @@ def test_veno_backlog_decides_the_decrease_and_slows_the_increase(host_build):
     # an ACK without an RTT sample leaves minrtt wiped (0x7fffffff): N ~ cwnd, congestive
     s.ack(1, -1, 1000)
     assert diff(s.sk.icsk_ca_priv).value == 2 * 51 - (2 * 51 * 100_001) // 0x7FFFFFFF
+
+
+class WestwoodState(C.Structure):  # the head of struct westwood316
+    _fields_ = [(n, C.c_uint32) for n in ("bw_est", "rtt_min", "bw_ns_est", "rtt_win_sx", "bk",
+                                          "snd_una", "cumul_ack", "accounted", "rtt")]
+
+
+def test_westwood_sets_ssthresh_to_bandwidth_times_min_rtt_after_loss(host_build):
+    s = Sim(host_build, "westwood", cwnd=100, ssthresh=50)
+    w = s.ca(WestwoodState)
+    # One packet ACKed per ms (1448 B/ms) with 100 ms RTT samples. HZ 250: a jiffy is 4 ms,
+    # the RTT 25 jiffies; a sample window closes on the first ACK more than
+    # max(RTT, HZ/20 = 12) = 25 jiffies after it opened, i.e. after 26 jiffies = 104 ACKs:
+    # 104 x 1448 B / 26 jiffies = 5792 B/jiffy, which both filters (7/8 old + 1/8 new)
+    # approach geometrically -- each truncating (>> 3) stage settling up to 7 below its
+    # input: BWE in [5792 - 14, 5792].
+    for _ in range(8000):
+        s.ack(1, 100_000, 1000)
+    assert (w.rtt, w.rtt_min) == (25, 25)
+    assert 5778 <= w.bw_est <= 5792, w.bw_est
+    # queueing raises the RTT to 200 ms: RTTmin stays the minimum
+    for _ in range(300):
+        s.ack(1, 200_000, 1000)
+    assert (w.rtt, w.rtt_min) == (50, 25)
+    # A loss: Reno's halving on entry; when the reduction completes (COMPLETE_CWR),
+    # cwnd = ssthresh = BWE x RTTmin / mss = 5792 x 25 / 1448 = 100 (99 from BWE 5778),
+    # the pipe at RTTmin -- not half of the queue-inflated window.
+    bw = w.bw_est
+    c = s.cwnd
+    s.sk.prior_cwnd = c
+    assert s.ops.ssthresh(s.p) == c // 2
+    s.sk.snd_ssthresh = c // 2
+    _, ss = s.loss()
+    assert c == 162 and ss == s.cwnd == bw * 25 // MSS and 99 <= ss <= 100  # halving: 81
+    # an RTO (CA_EVENT_LOSS): ssthresh from the same estimate, RTTmin taken afresh
+    s.ops.cwnd_event(s.p, 3)
+    assert s.ssthresh == ss
+    s.ack(1, 180_000, 1000)      # the event's RTT sample comes after in_ack_event:
+    s.ack(1, 180_000, 1000)      # the second ACK's update sees it
+    assert w.rtt_min == 45
+
+
+def test_westwood_counts_duplicate_and_cumulative_acks_once(host_build):
+    s = Sim(host_build, "westwood", cwnd=100, ssthresh=50)
+    w = s.ca(WestwoodState)
+    s.ack(1, 100_000, 1000)                  # the first ACK sets the left edge only
+    bk = w.bk
+    s.ops.in_ack_event(s.p, ACK_SLOWPATH)    # a duplicate ACK: credited one mss
+    assert (w.bk - bk, w.accounted) == (MSS, MSS)
+    s.ack(3, 100_000, 1000, slow=True)       # 3 packets cumulatively: 3 mss - the credit
+    assert (w.bk - bk, w.accounted) == (3 * MSS, 0)
+    s.ack(2, 100_000, 1000)                  # the fast path: what snd_una moved
+    assert w.bk - bk == 5 * MSS

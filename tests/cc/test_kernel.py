@@ -78,6 +78,14 @@ def expected_ssthresh(variant, c, slow_start, e):
     if variant == "veno":
         # struct veno316.diff (backlog << 1) as the last ACK left it: 4/5 below beta << 1
         return max(c * 4 // 5, 2) if e["p0"] < 6 else max(c >> 1, 2)
+    if variant == "westwood":
+        # Reno's halving on entering recovery; an RTO's CA_EVENT_LOSS (before the state
+        # change) sets BWE x RTTmin / mss from struct westwood316 (bw_est, rtt_min); mss
+        # 1460 here (MTU 1500, no timestamps), 1448 with timestamps
+        if e["new"] != 4:
+            return max(c >> 1, 2)
+        got = {max((e["p0"] * e["p1"] & 0xFFFFFFFF) // mss, 2) for mss in (1460, 1448)}
+        return e["ssthresh"] if e["ssthresh"] in got else min(got)
     raise AssertionError(variant)
 
 
