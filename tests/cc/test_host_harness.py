@@ -36,6 +36,7 @@ def test_table_one_values():
     assert (p["vegas"]["alpha"], p["vegas"]["beta"], p["vegas"]["gamma"]) == (2, 4, 1)
     assert (p["veno"]["beta"], p["veno"]["v_param_shift"]) == (3, 1)
     assert (p["westwood"]["rtt_min_hz_div"], p["westwood"]["init_rtt_hz_mul"]) == (20, 20)
+    assert (p["hybla"]["rtt0"], p["hybla"]["cwnd_clamp"]) == (25, 65535)
 
 
 def test_reno_316_slow_start_and_ack_counting(host_build):
@@ -443,3 +444,51 @@ def test_westwood_counts_duplicate_and_cumulative_acks_once(host_build):
     assert (w.bk - bk, w.accounted) == (3 * MSS, 0)
     s.ack(2, 100_000, 1000)                  # the fast path: what snd_una moved
     assert w.bk - bk == 5 * MSS
+
+
+def _hybla_at(build, srtt_us, cwnd, ssthresh):
+    """A Hybla connection whose handshake measured srtt_us, moved on to `cwnd` (set in the
+    guard's record too: a window the port had allowed)."""
+    s = Sim(build, "hybla", ssthresh=ssthresh, srtt_us=srtt_us)
+    s.sk.snd_cwnd = cwnd
+    C.c_uint32.from_buffer(s.sk.icsk_ca_priv, 92 + 4).value = cwnd  # cc316_guard.top_cwnd
+    return s
+
+
+def test_hybla_scales_the_increase_by_rho(host_build):
+    # rho = srtt / rtt0 (25 ms) in eighths: srtt 100 ms -> rho 4 (rho^2 << 7 = 2048)
+    s = Sim(host_build, "hybla", cwnd=10, srtt_us=100_000)
+    assert s.cwnd == 4                        # hybla_init: the initial window is rho
+    # slow start: 2^rho - 1 = 15 segments per ACK
+    for want in (19, 34, 49):
+        s.ack(1, 100_000, 1000)
+        assert s.cwnd == want
+    # 110 ms: rho_3ls = 880000 / 25000 = 35 = 4 + 3/8; 2^4 x (2^(3/8) << 7 = 165) - 128 =
+    # 2512/128: +19, and 80/128 kept for later
+    s = Sim(host_build, "hybla", cwnd=10, srtt_us=110_000)
+    s.ack(1, 110_000, 1000)
+    assert (s.cwnd, C.c_uint32.from_buffer(s.sk.icsk_ca_priv, 16).value) == (4 + 19, 80)
+    # slow start stops at ssthresh (Hybla's own test is cwnd < ssthresh): 4, 19, then 30
+    s = Sim(host_build, "hybla", cwnd=10, ssthresh=30, srtt_us=100_000)
+    s.ack(1, 100_000, 1000)
+    s.ack(1, 100_000, 1000)
+    assert s.cwnd == 30
+    # congestion avoidance: rho^2 / cwnd per ACK, i.e. ~rho^2 per RTT, in 1/128: at cwnd 100
+    # floor(2048 / 100) = 20/128 per ACK; one window of 100 ACKs adds 14 (the increment
+    # shrinks to 17/128 as cwnd grows); rho 2 (50 ms): 512 / 100 -> 5/128: +3; rho 1
+    # (25 ms and below): floor(128 / cwnd) = 1/128, one per 128 ACKs up to cwnd 128.
+    for srtt, want in ((100_000, 114), (50_000, 103), (25_000, 100), (10_000, 100)):
+        s = _hybla_at(host_build, srtt, 100, 50)
+        for _ in range(100):
+            s.ack(1, srtt, 1000)
+        assert s.cwnd == want, (srtt, s.cwnd)
+    s = _hybla_at(host_build, 25_000, 100, 50)
+    for _ in range(128):
+        s.ack(1, 25_000, 1000)
+    assert s.cwnd == 101
+    # a smaller smoothed RTT lowers rho; losses halve (tcp_reno_ssthresh)
+    s = _hybla_at(host_build, 100_000, 100, 50)
+    for _ in range(40):
+        s.ack(1, 20_000, 1000)               # srtt falls towards 20 ms: rho back to 1
+    assert C.c_uint32.from_buffer(s.sk.icsk_ca_priv, 0).value == 1
+    assert s.loss()[1] == s.cwnd == s.sk.prior_cwnd // 2
