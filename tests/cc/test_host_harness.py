@@ -37,6 +37,9 @@ def test_table_one_values():
     assert (p["veno"]["beta"], p["veno"]["v_param_shift"]) == (3, 1)
     assert (p["westwood"]["rtt_min_hz_div"], p["westwood"]["init_rtt_hz_mul"]) == (20, 20)
     assert (p["hybla"]["rtt0"], p["hybla"]["cwnd_clamp"]) == (25, 65535)
+    assert (p["illinois"]["win_thresh"], p["illinois"]["theta"], p["illinois"]["alpha_min"],
+            p["illinois"]["alpha_max"], p["illinois"]["beta_min"], p["illinois"]["beta_max"]) == \
+        (15, 5, 38, 1280, 8, 32)
 
 
 def test_reno_316_slow_start_and_ack_counting(host_build):
@@ -492,3 +495,51 @@ def test_hybla_scales_the_increase_by_rho(host_build):
         s.ack(1, 20_000, 1000)               # srtt falls towards 20 ms: rho back to 1
     assert C.c_uint32.from_buffer(s.sk.icsk_ca_priv, 0).value == 1
     assert s.loss()[1] == s.cwnd == s.sk.prior_cwnd // 2
+
+
+class IllinoisState(C.Structure):  # the head of struct illinois316
+    _fields_ = [("beta", C.c_uint32), ("alpha", C.c_uint32), ("base_rtt", C.c_uint32),
+                ("max_rtt", C.c_uint32), ("sum_rtt", C.c_uint64), ("end_seq", C.c_uint32),
+                ("cnt_rtt", C.c_uint16)]
+
+
+def _illinois_rounds(s, sample_us, n):
+    """n of the once-per-RTT updates (the ACK after which cnt_rtt is 0), every ACK one
+    packet with RTT sample sample_us; (alpha, beta) after each."""
+    ca, out = s.ca(IllinoisState), []
+    while len(out) < n:
+        s.ack(1, sample_us, 1000)
+        if ca.cnt_rtt == 0:
+            out.append((ca.alpha, ca.beta))
+    return out
+
+
+def test_illinois_alpha_and_beta_follow_the_average_queueing_delay(host_build):
+    # alpha in 1/128 (0.3 .. 10 = 38 .. 1280), beta in 1/64 (1/8 .. 1/2 = 8 .. 32); every
+    # sample of a round equal, so the average delay da = sample - base RTT (100 ms).
+    s = Sim(host_build, "illinois", cwnd=100, ssthresh=50)
+    assert _illinois_rounds(s, 100_000, 1) == [(1280, 8)]  # no delay yet: 10 and 1/8
+    # 200 ms: dm = max - base = 100 ms = da: d1 = dm/100 = 1 ms;
+    # alpha = 99000 x 1280 / (99000 + 99000 x (1280 - 38) / 38) = 38 (0.3); da >= 8 dm/10:
+    # beta = 32 (1/2)
+    assert _illinois_rounds(s, 200_000, 1) == [(38, 32)]
+    # 145 ms: da = 45 ms: alpha = 99000 x 1280 / (99000 + 44000 x 1242 / 38) = 82 (0.64);
+    # beta linear between d2 = 10 ms and d3 = 80 ms:
+    # (8 x 80000 - 32 x 10000 + 24 x 45000) / 70000 = 20 (0.31)
+    assert _illinois_rounds(s, 145_000, 1) == [(82, 20)]
+    # back to 100 ms: beta at once 1/8, but alpha waits theta = 5 low-delay RTTs
+    assert _illinois_rounds(s, 100_000, 5) == [(82, 8)] * 4 + [(1280, 8)]
+    # alpha 10: +1 per cwnd/10 ACKs (snd_cwnd_cnt x 1280 >> 7 >= cwnd): at cwnd 134 every
+    # 14th ACK, 100 ACKs add 7 (Reno: 0 or 1)
+    c = s.cwnd
+    for _ in range(100):
+        s.ack(1, 100_000, 1000)
+    assert (c, s.cwnd - c) == (134, 7)
+    # a loss takes beta: cwnd - cwnd x 8 / 64 = 7/8 of it
+    c = s.cwnd
+    assert s.loss() == (c, c - (c * 8 >> 6))
+    # below win_thresh = 15: Reno, alpha 1, beta 1/2 (not cwnd-limited: the window stays)
+    s = Sim(host_build, "illinois", cwnd=14, ssthresh=10)
+    s.sk.is_cwnd_limited = 0
+    assert _illinois_rounds(s, 100_000, 1) == [(128, 32)]
+    assert s.loss()[1] == s.sk.prior_cwnd // 2

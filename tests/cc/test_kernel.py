@@ -78,6 +78,10 @@ def expected_ssthresh(variant, c, slow_start, e):
     if variant == "veno":
         # struct veno316.diff (backlog << 1) as the last ACK left it: 4/5 below beta << 1
         return max(c * 4 // 5, 2) if e["p0"] < 6 else max(c >> 1, 2)
+    if variant == "illinois":
+        beta = e["p0"]  # struct illinois316.beta (1/64) the call used
+        assert 8 <= beta <= 32, e
+        return max(c - ((c * beta) >> 6), 2)
     if variant == "westwood":
         # Reno's halving on entering recovery; an RTO's CA_EVENT_LOSS (before the state
         # change) sets BWE x RTTmin / mss from struct westwood316 (bw_est, rtt_min); mss

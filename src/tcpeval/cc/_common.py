@@ -6,7 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic", "hybla", "vegas", "veno", "westwood")
+VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic", "hybla", "illinois", "vegas", "veno",
+            "westwood")
 IMPLS = ("port", "native")
 SUFFIX = "316"
 
