@@ -40,6 +40,9 @@ def test_table_one_values():
     assert (p["illinois"]["win_thresh"], p["illinois"]["theta"], p["illinois"]["alpha_min"],
             p["illinois"]["alpha_max"], p["illinois"]["beta_min"], p["illinois"]["beta_max"]) == \
         (15, 5, 38, 1280, 8, 32)
+    assert tuple(p["yeah"][f"yeah_{k}"] for k in ("alpha", "gamma", "delta", "epsilon", "phy", "rho",
+                                                  "zeta")) == (80, 1, 3, 1, 8, 16, 50)
+    assert p["yeah"]["scalable_ai_cnt"] == 100
 
 
 def test_reno_316_slow_start_and_ack_counting(host_build):
@@ -543,3 +546,43 @@ def test_illinois_alpha_and_beta_follow_the_average_queueing_delay(host_build):
     s.sk.is_cwnd_limited = 0
     assert _illinois_rounds(s, 100_000, 1) == [(128, 32)]
     assert s.loss()[1] == s.sk.prior_cwnd // 2
+
+
+class YeahState(C.Structure):  # the head of struct yeah316; its cc316_vegas follows at 20
+    _fields_ = [(n, C.c_uint32) for n in ("lastQ", "doing_reno_now", "reno_count", "fast_count")]
+
+
+def test_yeah_fast_and_slow_modes_decongestion_and_reno_count(host_build):
+    s = Sim(host_build, "yeah", cwnd=200, ssthresh=100)
+    y = s.ca(YeahState)
+    state = lambda: (y.lastQ, y.doing_reno_now, y.reno_count, y.fast_count)  # noqa: E731
+    rounds = lambda sample, n: [d[:3] for d in _vegas_decisions(s, sample, n, offset=20)]  # noqa: E731
+    # Q = cwnd (RTT - baseRTT) / RTT, RTT = the round's minimum sample + 1 us, baseRTT
+    # 100,001 us. No queue: fast mode, Scalable growth, +1 per min(cwnd, 100) + 1 = 101
+    # packets: 2 per window of ~200
+    assert rounds(100_000, 3) == [(201, 201, 100), (203, 203, 100), (205, 205, 100)]
+    assert state() == (0, 0, 2, 3)
+    # 200 ms, at cwnd 208: Q = floor(208 x 100000 / 200001) = 103 > alpha = 80: slow mode
+    # and precautionary decongestion: cwnd -= min(Q / gamma, cwnd / 2) = 103 -> 105,
+    # ssthresh = 105; reno_count (was 2) = cwnd / 2 = 52
+    assert rounds(200_000, 1) == [(208, 105, 105)]
+    assert state() == (103, 1, 52, 3)
+    # 120 ms: Q = floor(107 x 20000 / 120001) = 17 <= 80, but RTT - baseRTT = 20 ms >
+    # baseRTT / phy = 12.5 ms: still slow mode, Reno growth (+2 in the 208 ACKs since the
+    # last decision, then +1 per window), no decongestion; reno_count + 1 per RTT
+    assert rounds(120_000, 3) == [(107, 107, 105), (108, 108, 105), (109, 109, 105)]
+    assert state() == (18, 4, 55, 3)          # Q at cwnd 109: floor(109 x 20000 / 120001)
+    # a loss after 4 slow RTTs (< rho = 16): remove the queue, Q = 18 (within [cwnd/8 = 13,
+    # cwnd/2 = 54]): 109 - 18 = 91, not half; reno_count halves to 27, fast_count to 0
+    assert s.loss() == (109, 91) and state() == (18, 4, 27, 0)
+    # 16 slow RTTs in a row (a loss does not end the run) mean Reno competes: a loss halves
+    rounds(120_000, 12)
+    assert y.doing_reno_now == 16
+    c = s.cwnd
+    assert s.loss() == (c, c - max(c >> 1, 2))
+    assert y.reno_count == (27 + 12) // 2     # + 1 per slow RTT, halved by the loss
+    # no queue again: fast mode at once; after zeta = 50 fast RTTs reno_count returns to 2
+    rounds(100_000, 50)
+    assert (y.doing_reno_now, y.fast_count, y.reno_count) == (0, 50, 19)
+    rounds(100_000, 1)
+    assert (y.fast_count, y.reno_count) == (0, 2)

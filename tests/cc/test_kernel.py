@@ -82,6 +82,12 @@ def expected_ssthresh(variant, c, slow_start, e):
         beta = e["p0"]  # struct illinois316.beta (1/64) the call used
         assert 8 <= beta <= 32, e
         return max(c - ((c * beta) >> 6), 2)
+    if variant == "yeah":
+        # struct yeah316 (lastQ, doing_reno_now): remove the queue, within [cwnd/8, cwnd/2],
+        # unless slow mode lasted 16 RTTs (halve); at least 2 (see yeah316_ssthresh_for)
+        q, slow_rtts = e["p0"], e["p1"]
+        red = max(min(q, max(c >> 1, 2)), c >> 3) if slow_rtts < 16 else max(c >> 1, 2)
+        return c - red if c > red + 2 else 2
     if variant == "westwood":
         # Reno's halving on entering recovery; an RTO's CA_EVENT_LOSS (before the state
         # change) sets BWE x RTTmin / mss from struct westwood316 (bw_est, rtt_min); mss

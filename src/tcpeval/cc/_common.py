@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic", "hybla", "illinois", "vegas", "veno",
-            "westwood")
+            "westwood", "yeah")
 IMPLS = ("port", "native")
 SUFFIX = "316"
 
