@@ -11,9 +11,10 @@
  * modern kernel's helpers behave like 6.x, not 3.16.
  *
  * Algorithm sources use only: cc_tp(), cc_ca(), cc_ca_state(), cc_jiffies(),
- * cc_ms(), cc_rtt_us(), cc_srtt_us(), cc_msecs_to_jiffies(), cc_usecs_to_jiffies(), cc_div64(), the
- * CC_CWND/CC_SET_CWND macros, CC_PARAM/CC_NOTE, CC_CB and CC_OPS, and the
- * host-fault guard (CC_GUARD, cc316_guard_*; see the end of this file).
+ * cc_ms(), cc_rtt_us(), cc_srtt_us(), cc_tsecr_ms(), cc_msecs_to_jiffies(),
+ * cc_usecs_to_jiffies(), cc_div64(), the CC_CWND/CC_SET_CWND macros, CC_PARAM/CC_NOTE,
+ * CC_CB and CC_OPS, the 3.16 helpers below (cc316_*, incl. the Vegas RTT accounting),
+ * and the host-fault guard (CC_GUARD, cc316_guard_*; see the end of this file).
  */
 #ifndef CC316_H
 #define CC316_H
@@ -100,7 +101,7 @@ enum { CA_ACK_SLOWPATH = 1 << 0, CA_ACK_WIN_UPDATE = 1 << 1, CA_ACK_ECE = 1 << 2
 
 struct tcp_options_received {
 	u32 rcv_tsval; /* the peer's timestamp of the segment being processed */
-	u32 rcv_tsecr; /* our timestamp it echoes (0: timestamps off) */
+	u32 rcv_tsecr; /* our timestamp it echoes, tsoffset removed (0: none) */
 };
 
 /* The fields the ports touch, under the kernel's names. Layout mirrored by the
@@ -124,8 +125,8 @@ struct inet_connection_sock {
 	u32 snd_una;      /* bytes, like the kernel's (westwood316) */
 	u32 srtt_us;      /* smoothed RTT << 3, us (hybla316) */
 	u32 mss_cache;
-	u32 tsoffset;     /* the connection's timestamp offset (lp316) */
-	struct tcp_options_received rx_opt;
+	u32 _pad3;
+	struct tcp_options_received rx_opt; /* lp316 */
 };
 #define tcp_sock inet_connection_sock
 struct sock;
@@ -257,6 +258,17 @@ CC_INLINE s32 cc_rtt_us(s32 rtt_us)
 CC_INLINE u32 cc_srtt_us(struct sock *sk)
 {
 	return cc_tp(sk)->srtt_us / cc_dilation_k();
+}
+
+/* TCP timestamps (TCP-LP). 6.x stamps segments with a 1 kHz clock (tcp_clock_ms, the
+ * clock of tcp_mstamp; 3.16: jiffies) and removes the connection's random offset from
+ * the echo it receives (rx_opt.rcv_tsecr), so the echo is on cc_ms()'s physical clock.
+ * The echo in virtual ms, on cc_ms()'s clock; 0 stays 0 (no timestamp). Exact while the
+ * ms clock fits in 32 bits (49 days of uptime). */
+#define CC_TS_HZ 1000
+CC_INLINE u32 cc_tsecr_ms(struct sock *sk)
+{
+	return cc_tp(sk)->rx_opt.rcv_tsecr / cc_dilation_k();
 }
 
 /* Kernel conversions round up. */
@@ -597,15 +609,19 @@ CC_INLINE void cc316_guard_state(struct sock *sk, u8 new_state)
 
 /* For ports whose 3.16 original had no set_state/pkts_acked hook: hooks that only
  * guard (neither changes what the algorithm does). */
-#define CC_GUARD_ONLY_HOOKS(port, ssthresh_for)                                   \
+#define CC_GUARD_ONLY_SET_STATE(port, ssthresh_for)                               \
 	CC_CB(void, port##_set_state, struct sock *sk, u8 new_state)              \
 	{                                                                         \
 		CC_GUARD(sk, ssthresh_for);                                       \
 		cc316_guard_state(sk, new_state);                                 \
-	}                                                                         \
+	}
+#define CC_GUARD_ONLY_PKTS_ACKED(port, ssthresh_for)                              \
 	CC_CB(void, port##_pkts_acked, struct sock *sk, const struct ack_sample *sample) \
 	{                                                                         \
 		CC_GUARD(sk, ssthresh_for);                                       \
 	}
+#define CC_GUARD_ONLY_HOOKS(port, ssthresh_for)                                   \
+	CC_GUARD_ONLY_SET_STATE(port, ssthresh_for)                               \
+	CC_GUARD_ONLY_PKTS_ACKED(port, ssthresh_for)
 
 #endif /* CC316_H */

@@ -150,10 +150,7 @@ CC_CB(void, hybla316_set_state, struct sock *sk, u8 new_state)
 }
 
 /* 3.16 Hybla had no pkts_acked hook: this one only guards. */
-CC_CB(void, hybla316_pkts_acked, struct sock *sk, const struct ack_sample *sample)
-{
-	CC_GUARD(sk, hybla316_ssthresh_for);
-}
+CC_GUARD_ONLY_PKTS_ACKED(hybla316, hybla316_ssthresh_for)
 
 CC_OPS(hybla316,
 	.init = CC_FN(hybla316_init),

@@ -190,12 +190,9 @@ CC_CB(u32, westwood316_undo_cwnd, struct sock *sk)
 }
 
 /* 3.16's min_cwnd hook (westwood: BWE x RTTmin) was no longer called by the 3.16 stack
- * (unused since PRR replaced rate halving in 3.7) and is gone in 6.x: nothing to map. */
-CC_CB(void, westwood316_set_state, struct sock *sk, u8 new_state)
-{
-	CC_GUARD(sk, westwood316_ssthresh_for);
-	cc316_guard_state(sk, new_state);
-}
+ * (unused since PRR replaced rate halving in 3.7) and is gone in 6.x: nothing to map.
+ * 3.16 Westwood had no set_state hook: this one only guards. */
+CC_GUARD_ONLY_SET_STATE(westwood316, westwood316_ssthresh_for)
 
 CC_OPS(westwood316,
 	.init = CC_FN(westwood316_init),

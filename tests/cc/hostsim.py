@@ -23,7 +23,7 @@ class Sock(C.Structure):  # mirrors the host struct in cc/include/cc316.h
                 ("prior_cwnd", C.c_uint32), ("prior_ssthresh", C.c_uint32),
                 ("undo_marker", C.c_uint32), ("_pad2", C.c_uint32),
                 ("tcp_mstamp", C.c_uint64), ("snd_una", C.c_uint32), ("srtt_us", C.c_uint32),
-                ("mss_cache", C.c_uint32), ("tsoffset", C.c_uint32),
+                ("mss_cache", C.c_uint32), ("_pad3", C.c_uint32),
                 ("rcv_tsval", C.c_uint32), ("rcv_tsecr", C.c_uint32)]  # rx_opt
 
 

@@ -14,7 +14,7 @@ import tcpeval.cc as cc
 from tcpeval.cli import main
 
 # the remaining 3.16 modules, ported after the paper's six, in this order
-NEW_PORTS = ("hybla", "illinois", "vegas", "veno", "westwood", "yeah")
+NEW_PORTS = ("hybla", "illinois", "lp", "vegas", "veno", "westwood", "yeah")
 
 
 def test_unknown_variant_names_allowed_values():

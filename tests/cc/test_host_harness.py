@@ -43,6 +43,7 @@ def test_table_one_values():
     assert tuple(p["yeah"][f"yeah_{k}"] for k in ("alpha", "gamma", "delta", "epsilon", "phy", "rho",
                                                   "zeta")) == (80, 1, 3, 1, 8, 16, 50)
     assert p["yeah"]["scalable_ai_cnt"] == 100
+    assert (p["lp"]["lp_resol"], p["lp"]["lp_thr_pct"], p["lp"]["lp_inference_mult"]) == (1000, 15, 3)
 
 
 def test_reno_316_slow_start_and_ack_counting(host_build):
@@ -586,3 +587,76 @@ def test_yeah_fast_and_slow_modes_decongestion_and_reno_count(host_build):
     assert (y.doing_reno_now, y.fast_count, y.reno_count) == (0, 50, 19)
     rounds(100_000, 1)
     assert (y.fast_count, y.reno_count) == (0, 2)
+
+
+class LpState(C.Structure):  # struct lp316
+    _fields_ = [(n, C.c_uint32) for n in ("flag", "sowd", "owd_min", "owd_max", "owd_max_rsv",
+                                          "remote_hz", "remote_ref_time", "local_ref_time",
+                                          "last_drop", "inference")]
+
+
+def _lp_ack(s, fwd_ms, back_ms=50):
+    """One ACK 1 ms after the last, with TCP timestamps as 6.x carries them: the echo of
+    our 1 kHz stamp of the segment (sent fwd + back ms ago), and the peer's 1 kHz stamp
+    (same clock, no offset) of its arrival back_ms ago; the RTT sample fwd + back."""
+    s.sk.tcp_mstamp += 1000
+    now_ms = s.sk.tcp_mstamp // 1000
+    s.sk.rcv_tsecr, s.sk.rcv_tsval = now_ms - fwd_ms - back_ms, now_ms - back_ms
+    s.ack(1, (fwd_ms + back_ms) * 1000)
+
+
+def test_lp_without_timestamps_is_reno(host_build):
+    # rcv_tsval = rcv_tsecr = 0: no OWD, and the 32-bit threshold owd_min + 15 (owd_max -
+    # owd_min) / 100 = 0xffffffff + 15 x 1 / 100 = 0xffffffff keeps SOWD 0 below it: never
+    # an early indication, every window and threshold as Reno's
+    traj = {}
+    for v in ("lp", "reno"):
+        s = Sim(host_build, v, cwnd=10, ssthresh=40)
+        out = []
+        for i in range(60):
+            s.rtt(RTT, pkts_per_ack=2)
+            if i in (20, 45):
+                s.loss()
+            out.append((s.cwnd, s.ssthresh))
+        traj[v] = out
+    assert traj["lp"] == traj["reno"]
+
+
+def test_lp_early_congestion_halves_then_drops_to_one_within_inference(host_build):
+    s = Sim(host_build, "lp", cwnd=100, ssthresh=50)
+    lp = s.ca(LpState)
+    # The first ACK sets the references; the second estimates the peer's rate (1000 x 1 ms
+    # / 1 ms = 1000 Hz) and the OWD = tsval x 1000/1000 - tsecr x 1000/1000 = 50 ms, the
+    # first sample: min = max = SOWD = 50, and SOWD 50 < 50 + 15 % x 0 fails: 3.16 reads
+    # its first sample as an early indication: cwnd halves (then slow start adds one,
+    # cwnd <= ssthresh); ssthresh stays (no loss). min = SOWD = 50, max = 2 SOWD = 100.
+    _lp_ack(s, 50)
+    _lp_ack(s, 50)
+    assert (lp.remote_hz, s.cwnd, s.ssthresh, lp.owd_min, lp.owd_max) == (1000, 51, 50, 50, 100)
+    drop = lp.last_drop
+    # Inference = 3 x (now - echo) = 3 x RTT = 300 ms: no growth within it.
+    while s.sk.tcp_mstamp // 1000 - drop < 299:
+        _lp_ack(s, 50)
+    # not even counting: the ACK counter holds the first ACK's 1
+    assert (s.cwnd, s.sk.snd_cwnd_cnt, lp.inference) == (51, 1, 300)
+    for _ in range(50):                      # from 300 ms on, Reno's: +1 when the counter,
+        _lp_ack(s, 50)                       # one per ACK, is found at cwnd = 51
+    assert s.cwnd == 51
+    _lp_ack(s, 50)
+    assert s.cwnd == 52
+    # the path stays at 50 ms, within the threshold 50 + 15 % x (100 - 50) = 57.5
+    for _ in range(100):
+        _lp_ack(s, 50)
+    c = s.cwnd
+    # The forward delay rises to 70 ms: SOWD (7/8 old + 1/8 new, from 50) is 52.5, 54.7,
+    # 56.6, 58.3 after 1..4 ACKs and passes 57.5 on the 4th: an indication after the
+    # inference time: halve (53 -> 26, + 1 slow start below ssthresh 50). min/max reset
+    # around SOWD (58, 116: threshold 58 + 15 % x 58 = 66); SOWD passes that 8 ACKs later,
+    # within the new inference (3 x 120 ms): cwnd drops to 1.
+    assert c == 53
+    cw = []
+    for _ in range(20):
+        _lp_ack(s, 70)
+        cw.append(s.cwnd)
+    assert cw == [53] * 3 + [27] * 8 + [1] * 9
+    assert s.ssthresh == 50 and lp.inference == 360

@@ -26,7 +26,7 @@ T, STATE, CWND, SSTHRESH, RETRANS, SEGS_IN, DELIVERED = range(7)
 # 1 flow of 15, with the ports of 92e0173 and of 5712c3d alike, i.e. band 2.
 HSTCP_MD = {0: 128, 1: 112, 2: 104, 3: 98}
 INF = 0x7FFFFFFF
-SETS_SSTHRESH_OUTSIDE_EVENTS = ("cubic", "vegas", "yeah")
+SETS_SSTHRESH_OUTSIDE_EVENTS = ("cubic", "vegas", "westwood", "yeah")
 
 
 LOSS_STATES = (2, 3, 4)  # CWR, Recovery, Loss
@@ -149,7 +149,9 @@ def test_decrease_ratio_after_loss(dumbbell, variant):
     # first loss was set by a recorded event (or restored from one by an undo).
     # Not for CUBIC: 3.16 HyStart may set ssthresh = cwnd in any state; nor for Vegas and
     # YeAH, whose once-per-RTT decisions set it too (Vegas: tcp_current_ssthresh, YeAH's
-    # precautionary decongestion); not where the guard repaired a threshold (that value
+    # precautionary decongestion), nor for Westwood, which sets it when a reduction
+    # completes (CA_EVENT_COMPLETE_CWR, no state change of its own: seen once as a value
+    # no state change recorded); not where the guard repaired a threshold (that value
     # is the port's, set outside any event).
     if variant in SETS_SSTHRESH_OUTSIDE_EVENTS or foreign or guard["missed_reductions"]:
         return
