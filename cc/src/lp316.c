@@ -19,7 +19,10 @@
  * as between two 3.16 hosts at HZ 1000; the emulated HZ does not apply (the estimate,
  * which 3.16 refreshed on every ACK, breaks between unequal rates). The durations --
  * inference time, time since the last reduction -- are in virtual ms (cc_ms(),
- * cc_tsecr_ms()); the OWDs, compared only with each other, need no dilation. */
+ * cc_tsecr_ms()); the OWDs, compared only with each other, need no dilation.
+ * 6.x peers add a random offset to their stamps (tcp_timestamps=1); an OWD of 2^29 or
+ * more overflows 3.16's 32-bit SOWD << 3 and hides every indication, as it would have in
+ * 3.16 against such a peer. tcp_timestamps=2 (no offsets), as 3.16 peers stamped. */
 #include "cc316.h"
 
 CC_PARAM(lp_resol, 1000, "LP_RESOL: OWD resolution (OWD = tsval x (1000 / remote HZ) - tsecr x (1000 / HZ))");

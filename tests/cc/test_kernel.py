@@ -233,6 +233,25 @@ def test_highspeed316_increase_follows_the_table(dumbbell):
     assert 1.7 <= got <= 2.3, (c0, c1, acks, got)
 
 
+def test_lp316_yields_to_its_own_queue_with_timestamps(dumbbell):
+    # TCP-LP needs TCP timestamps, off on the paper's hosts (there it is Reno: the host
+    # harness checks that). With timestamps (2: without 6.x's random per-connection
+    # offsets, which 3.16 peers did not have and which overflow 3.16's 32-bit smoothed OWD)
+    # the queue it builds at the bottleneck raises the one-way delay: early congestion
+    # indications, cwnd 1 within inference -- with no loss at all (the queue never drops).
+    from conftest import sh
+    for ns in (dumbbell.S, dumbbell.D):
+        sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_timestamps=2")
+    with cc.loaded("lp") as h:
+        g0 = cc.guard_stats(h)
+        rep = dumbbell.flow(h.kernel_name, 1.2)
+        g1 = cc.guard_stats(h)
+    cwnd = [x[CWND] for x in rep["samples"]]
+    assert g1["reductions"] == g0["reductions"]          # no loss, no ssthresh() call
+    assert max(x[RETRANS] for x in rep["samples"]) == 0
+    assert cwnd.count(1) > len(cwnd) // 10, (min(cwnd), max(cwnd), cwnd.count(1), len(cwnd))
+
+
 def test_loading_twice_is_harmless_and_unload_leaves_nothing():
     # Only this test's own struct_ops map is judged: maps of other runs on a shared host
     # may still be held by the kernel (see the closing note of issue 3).
