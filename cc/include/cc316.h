@@ -11,9 +11,10 @@
  * modern kernel's helpers behave like 6.x, not 3.16.
  *
  * Algorithm sources use only: cc_tp(), cc_ca(), cc_ca_state(), cc_jiffies(),
- * cc_ms(), cc_rtt_us(), cc_msecs_to_jiffies(), cc_usecs_to_jiffies(), cc_div64(), the
- * CC_CWND/CC_SET_CWND macros, CC_PARAM/CC_NOTE, CC_CB and CC_OPS, and the
- * host-fault guard (CC_GUARD, cc316_guard_*; see the end of this file).
+ * cc_ms(), cc_rtt_us(), cc_srtt_us(), cc_tsecr_ms(), cc_msecs_to_jiffies(),
+ * cc_usecs_to_jiffies(), cc_div64(), the CC_CWND/CC_SET_CWND macros, CC_PARAM/CC_NOTE,
+ * CC_CB and CC_OPS, the 3.16 helpers below (cc316_*, incl. the Vegas RTT accounting),
+ * and the host-fault guard (CC_GUARD, cc316_guard_*; see the end of this file).
  */
 #ifndef CC316_H
 #define CC316_H
@@ -94,7 +95,14 @@ typedef uint64_t cc_u64;
 
 enum { TCP_CA_Open = 0, TCP_CA_Disorder = 1, TCP_CA_CWR = 2, TCP_CA_Recovery = 3,
        TCP_CA_Loss = 4 };
-enum tcp_ca_event { CA_EVENT_TX_START = 0 };
+enum tcp_ca_event { CA_EVENT_TX_START = 0, CA_EVENT_CWND_RESTART = 1, CA_EVENT_COMPLETE_CWR = 2,
+		    CA_EVENT_LOSS = 3, CA_EVENT_ECN_NO_CE = 4, CA_EVENT_ECN_IS_CE = 5 };
+enum { CA_ACK_SLOWPATH = 1 << 0, CA_ACK_WIN_UPDATE = 1 << 1, CA_ACK_ECE = 1 << 2 };
+
+struct tcp_options_received {
+	u32 rcv_tsval; /* the peer's timestamp of the segment being processed */
+	u32 rcv_tsecr; /* our timestamp it echoes, tsoffset removed (0: none) */
+};
 
 /* The fields the ports touch, under the kernel's names. Layout mirrored by the
  * Python harness (tests/cc/hostsim.py); cc_host_sock_size() guards it. */
@@ -114,6 +122,11 @@ struct inet_connection_sock {
 	u32 undo_marker;
 	u32 _pad2;
 	u64 tcp_mstamp;
+	u32 snd_una;      /* bytes, like the kernel's (westwood316) */
+	u32 srtt_us;      /* smoothed RTT << 3, us (hybla316) */
+	u32 mss_cache;
+	u32 _pad3;
+	struct tcp_options_received rx_opt; /* lp316 */
 };
 #define tcp_sock inet_connection_sock
 struct sock;
@@ -129,6 +142,8 @@ struct cc_host_ops {
 	void (*pkts_acked)(struct sock *, const struct ack_sample *);
 	u32 (*undo_cwnd)(struct sock *);
 	void (*init)(struct sock *);
+	void (*cwnd_event)(struct sock *, enum tcp_ca_event);
+	void (*in_ack_event)(struct sock *, u32);
 	const char *name;
 };
 unsigned int cc_hz = 250;
@@ -239,6 +254,23 @@ CC_INLINE s32 cc_rtt_us(s32 rtt_us)
 	return rtt_us < 0 ? rtt_us : (s32)((u32)rtt_us / cc_dilation_k());
 }
 
+/* The stack's smoothed RTT (tp->srtt_us: 8 x srtt in us), in virtual time. */
+CC_INLINE u32 cc_srtt_us(struct sock *sk)
+{
+	return cc_tp(sk)->srtt_us / cc_dilation_k();
+}
+
+/* TCP timestamps (TCP-LP). 6.x stamps segments with a 1 kHz clock (tcp_clock_ms, the
+ * clock of tcp_mstamp; 3.16: jiffies) and removes the connection's random offset from
+ * the echo it receives (rx_opt.rcv_tsecr), so the echo is on cc_ms()'s physical clock.
+ * The echo in virtual ms, on cc_ms()'s clock; 0 stays 0 (no timestamp). Exact while the
+ * ms clock fits in 32 bits (49 days of uptime). */
+#define CC_TS_HZ 1000
+CC_INLINE u32 cc_tsecr_ms(struct sock *sk)
+{
+	return cc_tp(sk)->rx_opt.rcv_tsecr / cc_dilation_k();
+}
+
 /* Kernel conversions round up. */
 CC_INLINE u32 cc_msecs_to_jiffies(u32 ms)
 {
@@ -293,6 +325,94 @@ CC_INLINE void cc316_cong_avoid_ai(struct tcp_sock *tp, u32 w)
 	} else {
 		tp->snd_cwnd_cnt++;
 	}
+}
+
+/* 3.16 tcp_reno_cong_avoid(), which several 3.16 modules fall back to: nothing unless
+ * cwnd-limited, then slow start or one increment per cwnd ACKs. */
+CC_INLINE void cc316_reno_cong_avoid(struct sock *sk, u32 acked)
+{
+	struct tcp_sock *tp = cc_tp(sk);
+
+	if (!cc_is_cwnd_limited(sk))
+		return;
+	if (cc316_in_slow_start(tp))
+		cc316_slow_start(tp, acked);
+	else
+		cc316_cong_avoid_ai(tp, tp->snd_cwnd);
+}
+
+/* 3.16 tcp_current_ssthresh(): the threshold, or at least 3/4 of cwnd outside a
+ * window reduction (CWR, Recovery). */
+CC_INLINE u32 cc316_current_ssthresh(struct sock *sk)
+{
+	struct tcp_sock *tp = cc_tp(sk);
+	u32 state = cc_ca_state(sk);
+
+	if (state == TCP_CA_CWR || state == TCP_CA_Recovery)
+		return tp->snd_ssthresh;
+	return cc_max(tp->snd_ssthresh, (tp->snd_cwnd >> 1) + (tp->snd_cwnd >> 2));
+}
+
+/*
+ * Vegas RTT accounting, shared by vegas316 and yeah316 (3.16's YeAH calls
+ * tcp_vegas.c's exported init/pkts_acked/state/cwnd_event). Per RTT (the ACK of
+ * beg_snd_nxt closes it) the minimum of the RTT samples; over the connection the
+ * minimum of all (baseRTT); both in virtual us + 1, never 0.
+ */
+struct cc316_vegas {
+	u32 beg_snd_nxt;  /* right edge of the current RTT */
+	u32 beg_snd_una;  /* left edge of the current RTT */
+	u32 beg_snd_cwnd; /* cwnd at its start */
+	u8 doing_vegas_now;
+	u8 _pad;
+	u16 cntRTT;       /* RTT samples this RTT */
+	u32 minRTT;       /* us */
+	u32 baseRTT;      /* us */
+};
+
+/* Start a fresh RTT: at establishment, after recovery or RTO, after idle. */
+CC_INLINE void cc316_vegas_enable(struct sock *sk, struct cc316_vegas *v)
+{
+	v->doing_vegas_now = 1;
+	v->beg_snd_nxt = cc_tp(sk)->snd_nxt;
+	v->cntRTT = 0;
+	v->minRTT = 0x7fffffff;
+}
+
+CC_INLINE void cc316_vegas_init(struct sock *sk, struct cc316_vegas *v)
+{
+	v->baseRTT = 0x7fffffff;
+	cc316_vegas_enable(sk, v);
+}
+
+CC_INLINE void cc316_vegas_rtt_sample(struct cc316_vegas *v, s32 rtt_us)
+{
+	u32 vrtt;
+
+	if (rtt_us < 0)
+		return;
+	vrtt = (u32)rtt_us + 1;
+	if (vrtt < v->baseRTT)
+		v->baseRTT = vrtt;
+	v->minRTT = cc_min(v->minRTT, vrtt);
+	v->cntRTT++;
+}
+
+/* tcp_vegas_state: Vegas decisions only in Open. */
+CC_INLINE void cc316_vegas_state(struct sock *sk, struct cc316_vegas *v, u8 new_state)
+{
+	if (new_state == TCP_CA_Open)
+		cc316_vegas_enable(sk, v);
+	else
+		v->doing_vegas_now = 0;
+}
+
+/* tcp_vegas_cwnd_event: start over after idle (both events exist in 6.x as in 3.16). */
+CC_INLINE void cc316_vegas_cwnd_event(struct sock *sk, struct cc316_vegas *v,
+				      enum tcp_ca_event ev)
+{
+	if (ev == CA_EVENT_CWND_RESTART || ev == CA_EVENT_TX_START)
+		cc316_vegas_init(sk, v);
 }
 
 /* 3.16's stack undo for algorithms without an undo_cwnd hook (6.x requires one). */
@@ -472,6 +592,15 @@ CC_INLINE u32 cc316_guard_undo(struct sock *sk, u32 cwnd)
 	return cwnd;
 }
 
+/* After a port's own increase that may pass one slow-start step per ACK (Hybla adds
+ * 2^rho - 1 segments per ACK in slow start): the window it set is one it allowed. */
+CC_INLINE void cc316_guard_grew(struct sock *sk)
+{
+	struct cc316_guard *g = cc_guard(sk);
+
+	g->top_cwnd = cc_max(g->top_cwnd, cc_tp(sk)->snd_cwnd);
+}
+
 /* In set_state(), after CC_GUARD: the state the stack is about to enter. */
 CC_INLINE void cc316_guard_state(struct sock *sk, u8 new_state)
 {
@@ -480,15 +609,19 @@ CC_INLINE void cc316_guard_state(struct sock *sk, u8 new_state)
 
 /* For ports whose 3.16 original had no set_state/pkts_acked hook: hooks that only
  * guard (neither changes what the algorithm does). */
-#define CC_GUARD_ONLY_HOOKS(port, ssthresh_for)                                   \
+#define CC_GUARD_ONLY_SET_STATE(port, ssthresh_for)                               \
 	CC_CB(void, port##_set_state, struct sock *sk, u8 new_state)              \
 	{                                                                         \
 		CC_GUARD(sk, ssthresh_for);                                       \
 		cc316_guard_state(sk, new_state);                                 \
-	}                                                                         \
+	}
+#define CC_GUARD_ONLY_PKTS_ACKED(port, ssthresh_for)                              \
 	CC_CB(void, port##_pkts_acked, struct sock *sk, const struct ack_sample *sample) \
 	{                                                                         \
 		CC_GUARD(sk, ssthresh_for);                                       \
 	}
+#define CC_GUARD_ONLY_HOOKS(port, ssthresh_for)                                   \
+	CC_GUARD_ONLY_SET_STATE(port, ssthresh_for)                               \
+	CC_GUARD_ONLY_PKTS_ACKED(port, ssthresh_for)
 
 #endif /* CC316_H */

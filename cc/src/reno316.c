@@ -23,15 +23,8 @@ CC_CB(u32, reno316_ssthresh, struct sock *sk)
 
 CC_CB(void, reno316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 {
-	struct tcp_sock *tp = cc_tp(sk);
-
 	CC_GUARD(sk, reno316_ssthresh_for);
-	if (!cc_is_cwnd_limited(sk))
-		return;
-	if (cc316_in_slow_start(tp))
-		cc316_slow_start(tp, acked);
-	else
-		cc316_cong_avoid_ai(tp, tp->snd_cwnd);
+	cc316_reno_cong_avoid(sk, acked);
 }
 
 CC_CB(u32, reno316_undo_cwnd, struct sock *sk)

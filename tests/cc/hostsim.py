@@ -8,6 +8,10 @@ from pathlib import Path
 
 INFINITE_SSTHRESH = 0x7FFFFFFF
 OPEN, DISORDER, CWR, RECOVERY, LOSS = range(5)
+# enum tcp_ca_event and tcp_ca_ack_event_flags (6.x)
+TX_START, CWND_RESTART, COMPLETE_CWR, EV_LOSS = range(4)
+ACK_SLOWPATH, ACK_WIN_UPDATE = 1, 2
+MSS = 1448
 
 
 class Sock(C.Structure):  # mirrors the host struct in cc/include/cc316.h
@@ -18,7 +22,9 @@ class Sock(C.Structure):  # mirrors the host struct in cc/include/cc316.h
                 ("snd_nxt", C.c_uint32), ("max_packets_out", C.c_uint32),
                 ("prior_cwnd", C.c_uint32), ("prior_ssthresh", C.c_uint32),
                 ("undo_marker", C.c_uint32), ("_pad2", C.c_uint32),
-                ("tcp_mstamp", C.c_uint64)]
+                ("tcp_mstamp", C.c_uint64), ("snd_una", C.c_uint32), ("srtt_us", C.c_uint32),
+                ("mss_cache", C.c_uint32), ("_pad3", C.c_uint32),
+                ("rcv_tsval", C.c_uint32), ("rcv_tsecr", C.c_uint32)]  # rx_opt
 
 
 class GuardStats(C.Structure):  # cc316_guard_stats in cc/include/cc316.h
@@ -40,6 +46,8 @@ class Ops(C.Structure):
                 ("pkts_acked", C.CFUNCTYPE(None, SK, C.POINTER(AckSample))),
                 ("undo_cwnd", C.CFUNCTYPE(C.c_uint32, SK)),
                 ("init", C.CFUNCTYPE(None, SK)),
+                ("cwnd_event", C.CFUNCTYPE(None, SK, C.c_int)),
+                ("in_ack_event", C.CFUNCTYPE(None, SK, C.c_uint32)),
                 ("name", C.c_char_p)]
 
 
@@ -55,7 +63,7 @@ class Sim:
     """One connection. Time in microseconds; sequence numbers count packets."""
 
     def __init__(self, build_dir, variant, hz=250, cwnd=10, ssthresh=INFINITE_SSTHRESH,
-                 now_us=10_000_000, dilation=1):
+                 now_us=10_000_000, dilation=1, srtt_us=0):
         self.lib = library(build_dir, variant)
         C.c_uint.in_dll(self.lib, "cc_hz").value = hz
         C.c_uint.in_dll(self.lib, "cc_dilation").value = dilation
@@ -65,6 +73,8 @@ class Sim:
         s = self.sk
         s.snd_cwnd, s.snd_ssthresh, s.snd_cwnd_clamp = cwnd, ssthresh, 0xFFFFFFFF // 128
         s.is_cwnd_limited, s.tcp_mstamp = 1, now_us
+        s.mss_cache = MSS
+        s.srtt_us = srtt_us << 3  # the handshake's RTT sample, if any (6.x: 8 x srtt)
         self.una = 0
         s.snd_nxt = cwnd
         self.ops.init(self.p)
@@ -83,12 +93,19 @@ class Sim:
     def ca(self, ctype):
         return ctype.from_buffer(self.sk.icsk_ca_priv)
 
-    def ack(self, pkts=1, rtt_us=-1, dt_us=0):
-        """One ACK for `pkts` packets: pkts_acked, then cong_avoid (6.x order)."""
+    def ack(self, pkts=1, rtt_us=-1, dt_us=0, slow=False):
+        """One ACK for `pkts` packets (6.x order): the RTT estimator, in_ack_event (fast
+        path, or with `slow` the slow path), pkts_acked, then cong_avoid."""
         s = self.sk
         s.tcp_mstamp += int(dt_us)
         self.una += pkts
+        s.snd_una = (self.una * MSS) & 0xFFFFFFFF
         s.max_packets_out = s.snd_cwnd
+        if rtt_us > 0:  # tcp_rtt_estimator: srtt_us = 8 x srtt, gain 1/8
+            s.srtt_us = int(rtt_us) << 3 if not s.srtt_us else \
+                s.srtt_us + int(rtt_us) - (s.srtt_us >> 3)
+        if self.ops.in_ack_event:
+            self.ops.in_ack_event(self.p, ACK_SLOWPATH if slow else ACK_WIN_UPDATE)
         if self.ops.pkts_acked:
             self.ops.pkts_acked(self.p, C.byref(AckSample(pkts, int(rtt_us), s.snd_cwnd)))
         if s.icsk_ca_state == OPEN:
@@ -109,7 +126,8 @@ class Sim:
 
     def loss(self):
         """Fast recovery as the stack does it: prior_cwnd, the ssthresh hook, counter
-        reset, the Recovery state, and (after recovery) cwnd = ssthresh back in Open."""
+        reset, the Recovery state, and (after recovery, tcp_end_cwnd_reduction) cwnd =
+        ssthresh, the COMPLETE_CWR event, back in Open."""
         s = self.sk
         prior = s.snd_cwnd
         s.prior_ssthresh = max(s.snd_ssthresh, (prior >> 1) + (prior >> 2))
@@ -120,6 +138,8 @@ class Sim:
             self.ops.set_state(self.p, RECOVERY)
         s.icsk_ca_state = RECOVERY
         s.snd_cwnd = s.snd_ssthresh
+        if self.ops.cwnd_event:
+            self.ops.cwnd_event(self.p, COMPLETE_CWR)
         if self.ops.set_state:
             self.ops.set_state(self.p, OPEN)
         s.icsk_ca_state = OPEN

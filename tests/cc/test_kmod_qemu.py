@@ -1,8 +1,8 @@
-"""The six ports as kernel modules, in a real kernel: Debian's 6.1 kernel (the one
+"""The ports as kernel modules, in a real kernel: Debian's 6.1 kernel (the one
 linux-headers-amd64 matches) booted under QEMU with software emulation.
 
 The host kernel has no loadable modules, so a guest does it: a minimal initramfs
-(busybox-static, the six .ko, iperf3 and its libraries) insmods each module, checks
+(busybox-static, the .ko files, iperf3 and its libraries) insmods each module, checks
 tcp_available_congestion_control, runs a 1 s iperf3 flow over loopback with
 `-C <variant>316` and prints one parsable line per module:
 
@@ -25,7 +25,7 @@ import pytest
 
 import tcpeval.cc as cc
 
-GUEST_TIMEOUT = 240  # s; a boot plus six 1 s flows takes well under that on TCG
+GUEST_TIMEOUT = 240  # s; a boot plus the 1 s flows takes well under that on TCG
 LINE = re.compile(r"^TEVCC-KMOD (\S+) insmod=(-?\d+) available=([01]) used=(\S*) bytes=(\d+)\s*$")
 
 INIT = r"""#!/bin/busybox sh

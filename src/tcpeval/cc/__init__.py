@@ -1,4 +1,5 @@
-"""The six Linux 3.16 congestion-control ports: build, load, parameters, verification.
+"""The Linux 3.16 congestion-control ports (the paper's six, then the other 3.16
+modules): build, load, parameters, verification.
 
 One C source per algorithm (cc/src/<variant>316.c) builds as a BPF struct_ops
 object (loaded here), a kernel module (build_modules) and a userspace library for

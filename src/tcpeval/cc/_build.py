@@ -41,7 +41,7 @@ def _out(out_dir) -> Path:
 
 
 def build(out_dir: str | os.PathLike | None = None) -> Path:
-    """Compile the six BPF struct_ops objects and the loader; returns the build dir.
+    """Compile the BPF struct_ops objects (one per VARIANTS entry) and the loader; returns the build dir.
 
     make's dependency tracking makes this idempotent and rebuilds on source change.
     Objects: <dir>/bpf/<variant>316.bpf.o, loader: <dir>/tevcc-loader.
@@ -84,7 +84,7 @@ def kernel_headers() -> Path | None:
 
 def build_modules(out_dir: str | os.PathLike | None = None,
                   kdir: str | os.PathLike | None = None) -> list[Path]:
-    """Build the six ports as out-of-tree kernel modules with kbuild.
+    """Build the ports as out-of-tree kernel modules with kbuild.
 
     kdir defaults to Debian's linux-headers-*-amd64. Returns the .ko paths
     (<dir>/kmod/<variant>316.ko). The running kernel here has no module support;

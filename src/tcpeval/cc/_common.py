@@ -6,7 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic")
+VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic", "hybla", "illinois", "lp", "vegas",
+            "veno", "westwood", "yeah")
 IMPLS = ("port", "native")
 SUFFIX = "316"
 

@@ -79,7 +79,7 @@ def _cmd_params(args) -> int:
 
 
 def add_parsers(subparsers) -> None:
-    p = subparsers.add_parser("cc", help="the six Linux 3.16 congestion-control ports")
+    p = subparsers.add_parser("cc", help="the Linux 3.16 congestion-control ports")
     sub = p.add_subparsers(dest="cc_command", required=True, metavar="SUBCOMMAND")
 
     pl = sub.add_parser("list", help="variants, implementations, parameters, host support")
