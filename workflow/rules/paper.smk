@@ -24,8 +24,10 @@ rule table1:
         f"{PAPER_OUT}/table1.tex",
     log:
         f"logs/paper/{BACKEND}/{CAMPAIGN}/table1.log",
+    params:
+        design=config["design"],
     shell:
-        "tcpeval table table1 --cc-params {input.params:q} --out {output:q} > {log:q} 2>&1"
+        "tcpeval table table1 --cc-params {input.params:q} --design {params.design:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule table2:

@@ -72,9 +72,13 @@ def cmd_table(args) -> int:
     if args.which == "table1":
         if not args.cc_params:
             raise UserError("table1 needs --cc-params (the output of `tcpeval cc params --json`)")
+        from tcpeval import spec
         try:
             data = json.loads(Path(args.cc_params).read_text())
-            out.write_text(latex.table1(data, T.VARIANT_LABELS))
+            # the design's own algorithms (the paper's six), not every port the project has
+            out.write_text(latex.table1(data, T.VARIANT_LABELS, only=spec.load_design(args.design).get("variants")))
+        except spec.SpecError as err:
+            raise UserError(str(err)) from None
         except (OSError, ValueError) as err:
             raise UserError(f"{args.cc_params}: {err}") from None
     else:

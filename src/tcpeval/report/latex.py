@@ -149,9 +149,12 @@ def _param_value(value) -> str:
     return str(value)
 
 
-def table1(cc_params, variant_labels: dict[str, str]) -> str:
-    """Table I: each port's parameters as its C source declares them."""
+def table1(cc_params, variant_labels: dict[str, str], only=None) -> str:
+    """Table I: each port's parameters as its C source declares them (only: the variants
+    a design uses, e.g. the paper's six of the thirteen ports)."""
     params = normalise_cc_params(cc_params)
+    if only:
+        params = {v: p for v, p in params.items() if v in only}
     order = [v for v in variant_labels if v in params] + sorted(v for v in params if v not in variant_labels)
     lines = [r"\begin{tabular}{@{}l>{\raggedright\arraybackslash}p{0.78\linewidth}@{}}", r"\toprule", r"Variant & Parameters \\", r"\midrule"]
     for v in order:
