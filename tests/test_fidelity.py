@@ -74,6 +74,14 @@ def test_receiver_intervals_above_the_bottleneck_are_flagged():
     assert reason.startswith("receiver rate: 2 interval(s) up to 34 Gbps")
 
 
+def test_acks_around_filled_holes_do_not_count_against_the_lower_bound_only():
+    # a 1-s CUBIC run whose slow start overflowed the buffer: 1.87 segments per ACK, 2.07
+    # with 16 ACKs per retransmission left out (38 retransmissions, 6,319 ACKs)
+    assert fidelity.ack_clock_check(1.87, 6_319, 2.07) is None
+    assert "less than two segments" in fidelity.ack_clock_check(1.70, 6_319, 1.80)
+    assert "stretch ACKs" in fidelity.ack_clock_check(2.6, 6_319, 2.9)
+
+
 def test_a_window_released_at_once_after_a_retransmission_is_not_flagged():
     # 0.2 Gbps, 20 ms, 1 MB buffer: 1.5 MB can wait behind a hole and reach the reader in
     # one 0.1 s interval: 0.24 Gbps + 8 x 1.5 MB / 0.1 s = 0.36 Gbps is the limit

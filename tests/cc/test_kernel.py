@@ -239,9 +239,8 @@ def test_lp316_yields_to_its_own_queue_with_timestamps(dumbbell):
     # offsets, which 3.16 peers did not have and which overflow 3.16's 32-bit smoothed OWD)
     # the queue it builds at the bottleneck raises the one-way delay: early congestion
     # indications, cwnd 1 within inference -- with no loss at all (the queue never drops).
-    from conftest import sh
     for ns in (dumbbell.S, dumbbell.D):
-        sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_timestamps=2")
+        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_timestamps=2"], check=True)
     with cc.loaded("lp") as h:
         g0 = cc.guard_stats(h)
         rep = dumbbell.flow(h.kernel_name, 1.2)

@@ -43,6 +43,8 @@ def test_a_design_with_stops_udp_and_native_runs_and_is_reported(tmp_path, rate)
     (run,) = spec.expand(design, "short")
     assert paths.run_dir(run) == f"data/raw/emulated/tiny-study/short/burst/reno+{native}-native+udp/rtt4/drop0/rep1"
 
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text((REPO / "config" / "config.yaml").read_text())
     proc = subprocess.run([*SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-c2", "report", "--config",
                            f"design={design_path}", "campaign=short"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=900)

@@ -51,7 +51,7 @@ def test_wire_sized_frames_through_l2_switch(backend, tmp_path, variants, rate):
     assert record["measured"]["acks"]["backlog_coalesced"] == 0
     assert record["measured"]["acks"]["receiver_segments_per_ack"] >= 1
     switch = record["mechanisms"]["switch"]
-    assert switch["mechanism"].startswith("bpf-tc redirect")
+    assert switch["mechanism"].startswith("bpf-tc clone redirect")
     # the data went through the redirect, not the routing fallback
     assert switch["ip_forwarded_during_traffic"] == 0
     assert record["mechanisms"]["topology"]["bridged"] is (len(variants) == 2)

@@ -133,7 +133,8 @@ def _tcp_counters(ns: str) -> dict:
     return _net_counters(ns, TCP_COUNTERS)
 
 
-def _in_order_ratio(before: dict, after: dict, pairs: int) -> tuple[float | None, int, int]:
+def _in_order_ratio(before: dict, after: dict, pairs: int,
+                    acks_per_retransmission: int = 0) -> tuple[float | None, int, int]:
     """(in-order segments per ACK, segments, ACKs) of the receivers between two counter
     snapshots. In-order leaves out what a loss makes a receiver ACK at once, one ACK per
     segment, whatever the ACK clock: out-of-order segments (TCPOFOQueue) and the
@@ -144,7 +145,8 @@ def _in_order_ratio(before: dict, after: dict, pairs: int) -> tuple[float | None
     rin = sum(d(f"r{i}", "InSegs") for i in rng)
     rout = sum(d(f"r{i}", "OutSegs") for i in rng)
     immediate = sum(d(f"r{i}", "TCPOFOQueue") + d(f"s{i}", "RetransSegs") for i in rng)
-    return ((rin - immediate) / (rout - immediate) if rout > immediate else None), rin, rout
+    acks = rout - immediate - acks_per_retransmission * sum(d(f"s{i}", "RetransSegs") for i in rng)
+    return ((rin - immediate) / acks if acks > 0 else None), rin, rout
 
 
 def _ack_record(before: dict, after: dict, pairs: int, midway: dict | None = None) -> dict:
@@ -156,9 +158,11 @@ def _ack_record(before: dict, after: dict, pairs: int, midway: dict | None = Non
              for role in after}
     in_order, rin, rout = _in_order_ratio(before, after, pairs)
     steady, _, steady_acks = _in_order_ratio(midway, after, pairs) if midway else (None, 0, 0)
+    lenient = (_in_order_ratio(midway, after, pairs, fidelity.HOLE_FILL_ACKS)[0] if midway else None)
     return {"endpoints": delta, "receiver_segments_per_ack": rin / rout if rout else None,
             "receiver_segments_per_ack_in_order": in_order,
             "receiver_segments_per_ack_steady": steady, "receiver_acks_steady": steady_acks,
+            "receiver_segments_per_ack_steady_after_hole_fills": lenient,
             "backlog_coalesced": sum(d.get("TCPBacklogCoalesce", 0) for d in delta.values())}
 
 
@@ -688,6 +692,7 @@ class EmulatedBackend:
             max_cwnd_bytes=max((r["summary"].get("max_cwnd_bytes") or 0 for r in parsed), default=None),
             buffer_bytes=plan.buffer_bytes,
             segments_per_ack=acks["receiver_segments_per_ack_steady"],
+            segments_per_ack_after_hole_fills=acks["receiver_segments_per_ack_steady_after_hole_fills"],
             receiver_acks=acks["receiver_acks_steady"],
             interval_bps=[b for r in parsed for b in r["samples"]["throughput_bps"]], interval_s=plan.interval_s,
             cc_guard=cc_guard, sender_defaults=foreign_defaults,
