@@ -36,7 +36,7 @@ criteria:
 
 
 def test_a_design_with_stops_udp_and_native_runs_and_is_reported(tmp_path, rate):
-    native = "bbr" if "bbr" in algorithms.native_here() else "reno"
+    native = "bbr" if "bbr" in algorithms.native_here() else "cubic"
     design_path = tmp_path / "design.yaml"
     design_path.write_text(DESIGN.format(rate=int(rate), native=native, udp=int(rate / 4)))
     design = spec.load_design(design_path)
@@ -60,7 +60,9 @@ def test_a_design_with_stops_udp_and_native_runs_and_is_reported(tmp_path, rate)
 
     results = tmp_path / "results" / "emulated" / "tiny-study" / "short"
     html = (results / "report" / "report.html").read_text()
-    assert "burst" in html and "time to 90 %" in html and html.count("<img") >= 2
+    # one condition: its table and its timeline (bar plots need a factor that varies)
+    assert "<h2>burst</h2>" in html and "time to 90 %" in html and f"reno+{native}-native+udp" in html
+    assert html.count("<img") == 1 and "Runs with verdict ok: 1 of 1" in html
     pdf = results / "report" / "report.pdf"
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
     assert "Pages:" in info

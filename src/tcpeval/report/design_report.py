@@ -247,8 +247,9 @@ def render_html(content: dict) -> str:
            "text-align:right}td:first-child{text-align:left}figure{display:inline-block;margin:.5em}"
            "img{max-width:100%}figcaption{font-size:80%;color:#555}.flag{color:#a40}</style></head><body>",
            f"<h1>{html.escape(d.get('title', d['name']))}</h1>",
-           f"<p>Design <code>{html.escape(d['name'])}</code>, campaign <code>{html.escape(content['campaign'])}</code> "
-           f"({html.escape(d['campaigns'][content['campaign']].get('description', ''))}), backend "
+           f"<p>Design <code>{html.escape(d['name'])}</code>, campaign <code>{html.escape(content['campaign'])}</code>"
+           + (f" ({html.escape(d['campaigns'][content['campaign']]['description'])})"
+              if d["campaigns"][content["campaign"]].get("description") else "") + ", backend "
            f"<code>{content['backend']}</code>. Runs with verdict ok: {content['n_ok']} of {content['n_expected']}"
            f"{' (flagged runs included)' if content['include_flagged'] else ''}. Kernel {html.escape(str(content['kernel']))},"
            f" tcpeval revision <code>{html.escape(str(content['git_revision']))}</code>.</p>"]

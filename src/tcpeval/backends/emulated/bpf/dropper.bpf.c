@@ -227,8 +227,10 @@ int tev_l2fwd(struct __sk_buff *skb)
 	 * millisecond of data (the queue never filled, no flow ever overflowed a buffer).
 	 * A clone belongs to no socket, so the frame leaves the sender as from a NIC (IP
 	 * forwarding drops the owner the same way, in ip_rcv). */
-	if (bpf_clone_redirect(skb, e->ifindex, 0))
-		return TC_ACT_OK; /* no clone: the kernel's normal path */
+	/* < 0: no clone was made, the kernel's normal path takes the frame; > 0: the queue
+	 * dropped the clone (a full buffer), which is the frame's fate */
+	if (bpf_clone_redirect(skb, e->ifindex, 0) < 0)
+		return TC_ACT_OK;
 	return TC_ACT_SHOT;
 }
 
