@@ -47,6 +47,18 @@ def test_a_port_registered_on_the_sender_is_used_and_verified(testbed_lab, tmp_p
 
 
 @pytest.mark.root
+def test_a_flow_stops_on_time_and_its_actual_start_and_stop_are_recorded(testbed_lab, tmp_path):
+    lab, path = testbed_lab
+    rtt = round(path.rtt_ms(), 3)
+    cond = spec.adhoc_condition(["reno"], rtt_ms=rtt, drop=0, duration_s=3, backend="testbed", impl="native",
+                                interval_s=0.2, seed=7, stops=[2.0])
+    record = TestbedBackend(description=path.description(rtt)).run(cond, tmp_path / "run")
+    (flow,) = record["flows"]
+    assert flow["stop_s"] == 2.0 and flow["samples"]["t_s"][-1] <= 2.05
+    assert flow["actual"]["start_s"] < 0.5 and 1.9 < flow["actual"]["stop_s"] < 3.0, flow["actual"]
+
+
+@pytest.mark.root
 def test_a_condition_for_another_rtt_than_the_patched_path_is_refused(testbed_lab, tmp_path):
     lab, path = testbed_lab
     with pytest.raises(BackendError, match=r"condition.rtt_ms = 24.2: the testbed path is patched for 6.2 ms"):
