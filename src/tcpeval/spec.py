@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import re
 import string
 import zlib
 from dataclasses import asdict, dataclass, field
@@ -204,9 +205,7 @@ def _placeholders(text: str) -> list[str]:
 def _variant_problem(where: str, value: str, variants: list[str] | None) -> str | None:
     """A literal variant name the design does not declare (designs that list `variants`),
     or one that is no algorithm name at all; what a backend offers is checked later
-    (tcpeval.backends.check_algorithms)."""
-    import re
-
+    (tcpeval.backends.algorithms)."""
     if variants is not None and value not in variants:
         return f"{where}: unknown variant {value!r}; allowed values: {', '.join(variants)}"
     if not re.match(VARIANT_NAME, value):
@@ -305,58 +304,54 @@ def _cross_field_problems(design: dict) -> list[str]:
     return problems
 
 
+# Fields that hold a rate or a size, and how to read one written with a unit.
+_QUANTITIES = {"rate_bps": quantity.rate, "buffer_bytes": quantity.size, "link_bps": quantity.rate}
+
+
 def normalise_numbers(design: Any, source: str = "design") -> Any:
     """Rates and sizes written with units (10G, 9.5gbit, 64KiB) as numbers, in place; a
-    value that is neither a number nor an accepted form raises SpecError naming its field."""
+    value that is neither a number nor an accepted form raises SpecError naming its field.
+    Anything else that is wrong (a missing field, a null in a list) is the schema's to name."""
     if not isinstance(design, dict):
         return design
     problems = []
 
-    def fix(container, key, kind, where):
-        value = container.get(key) if isinstance(container, dict) else None
+    def fix(container, index, key: str, where: str) -> None:
+        value = container[index]
         if value is None or (isinstance(value, str) and _placeholders(value)):
             return
         try:
-            container[key] = quantity.rate(value, where) if kind == "rate" else quantity.size(value, where)
+            container[index] = _QUANTITIES[key](value, where)
         except quantity.QuantityError as err:
             problems.append(str(err))
 
-    def fix_settings(layer, where):
-        if isinstance(layer, dict):
-            fix(layer, "rate_bps", "rate", f"{where}/rate_bps")
-            fix(layer, "buffer_bytes", "size", f"{where}/buffer_bytes")
+    def fix_fields(layer, where: str, keys=("rate_bps", "buffer_bytes")) -> None:
+        for key in keys:
+            if isinstance(layer, dict) and key in layer:
+                fix(layer, key, key, f"{where}/{key}")
 
-    fix_settings(design.get("defaults"), "defaults")
+    def fix_lists(mapping, where: str) -> None:
+        """A grid's or a selection's lists of rates and sizes."""
+        for key in ("rate_bps", "buffer_bytes"):
+            values = mapping.get(key) if isinstance(mapping, dict) else None
+            for i in range(len(values) if isinstance(values, list) else 0):
+                fix(values, i, key, f"{where}/{key}/{i}")
+
+    fix_fields(design.get("defaults"), "defaults")
     for name, crit in (design.get("criteria") or {}).items():
         if not isinstance(crit, dict):
             continue
-        fix_settings(crit, f"criteria/{name}")
-        grid = crit.get("grid") or {}
-        for key, kind in (("rate_bps", "rate"), ("buffer_bytes", "size")):
-            if isinstance(grid.get(key), list):
-                for i in range(len(grid[key])):
-                    value = grid[key][i]
-                    try:
-                        grid[key][i] = (quantity.rate if kind == "rate" else quantity.size)(
-                            value, f"criteria/{name}/grid/{key}/{i}")
-                    except quantity.QuantityError as err:
-                        problems.append(str(err))
+        fix_fields(crit, f"criteria/{name}")
+        fix_lists(crit.get("grid"), f"criteria/{name}/grid")
         for i, flow in enumerate(crit.get("flows") or []):
-            if isinstance(flow, dict):
-                fix(flow, "rate_bps", "rate", f"criteria/{name}/flows/{i}/rate_bps")
-        rule = crit.get("duration_for_loss_events")
-        if isinstance(rule, dict):
-            fix(rule, "link_bps", "rate", f"criteria/{name}/duration_for_loss_events/link_bps")
+            fix_fields(flow, f"criteria/{name}/flows/{i}", keys=("rate_bps",))
+        fix_fields(crit.get("duration_for_loss_events"), f"criteria/{name}/duration_for_loss_events",
+                   keys=("link_bps",))
     for name, camp in (design.get("campaigns") or {}).items():
-        fix_settings(camp, f"campaigns/{name}")
-        for crit, override in ((camp or {}).get("criteria") or {}).items() if isinstance(camp, dict) else ():
-            select = (override or {}).get("select") or {}
-            for key, kind in (("rate_bps", quantity.rate), ("buffer_bytes", quantity.size)):
-                for i, value in enumerate(select.get(key) or []):
-                    try:
-                        select[key][i] = kind(value, f"campaigns/{name}/criteria/{crit}/select/{key}/{i}")
-                    except quantity.QuantityError as err:
-                        problems.append(str(err))
+        fix_fields(camp, f"campaigns/{name}")
+        overrides = camp.get("criteria") if isinstance(camp, dict) else None
+        for crit, override in (overrides or {}).items():
+            fix_lists((override or {}).get("select"), f"campaigns/{name}/criteria/{crit}/select")
     if problems:
         raise SpecError(f"{source} is invalid:\n  " + "\n  ".join(problems))
     return design
@@ -579,9 +574,7 @@ def adhoc_condition(variants: list[str], rtt_ms: float, drop: float, duration_s:
                     seed: int | None = None, rep: int = 1, dilation: str | int = "auto",
                     object_path: str | None = None) -> Condition:
     """A condition outside any design (`tcpeval run --variant ...`), validated like one.
-    Whether the backend offers the algorithms is its own check (backends.check_algorithms)."""
-    import re
-
+    Whether the backend offers the algorithms is its own check (backends.algorithms)."""
     if not variants:
         raise SpecError("variant: at least one flow is needed")
     for v in variants:

@@ -44,7 +44,9 @@ METRIC_COLUMNS = {
     "jain_over_overlap": [("jain_overlap", "Jain (overlap)", 1, "{:.3f}"), ("overlap_s", "overlap [s]", 1, "{:.1f}")],
     "throughput_timeline": [],
 }
-HEADLINE = ("mean_throughput", "jain_over_overlap", "jain_index", "recovery", "retransmission_rate")
+# The bar plots' metric: the first of these the criterion names, by its column.
+HEADLINE = {"mean_throughput": "tcp_total_bps", "jain_over_overlap": "jain_overlap", "jain_index": "jain",
+            "recovery": "recovery_ratio", "retransmission_rate": "retrans_rate"}
 
 
 @dataclass
@@ -190,7 +192,7 @@ def build(design: dict, campaign: str, backend: str, results: Path, *, include_f
                       n_expected=n_expected, n_ok=len(have))
         # bar plots of the headline metric per varying factor
         head = next((m for m in HEADLINE if m in crit.get("metrics", ["mean_throughput"])), "mean_throughput")
-        col, heading, scale, _ = METRIC_COLUMNS[head][0 if head != "recovery" else 3]
+        col, heading, scale, _ = next(c for c in METRIC_COLUMNS[head] if c[0] == HEADLINE[head])
         varying = [c for c in cols if c != "flows_label" and not table.empty and table[c].nunique() > 1]
         if not table.empty and (varying or table["flows_label"].nunique() > 1):
             for factor in varying or ["flows_label"]:
