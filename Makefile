@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 
 VENV := .venv/bin
 # Targets go before --config, which takes every name=value after it (a target after it is
-# refused as a config entry); CONFIG_ARGS adds entries, e.g. CONFIG_ARGS=include_flagged=true.
+# refused as a config entry); CONFIG_ARGS adds entries, e.g. CONFIG_ARGS=include_flagged=True (Snakemake reads True/False as booleans).
 SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE)
 CONFIG = --config campaign=$(CAMPAIGN) backend=$(BACKEND) $(CONFIG_ARGS)
 

@@ -434,10 +434,12 @@ CC_INLINE u32 cc316_default_undo(struct tcp_sock *tp)
  * The garbage is not always that large: a bic316 run at 0.2 ms and p = 1e-3 reached a
  * window of 108,266,549 segments (0x0673f735), a value a stack can hold. But between
  * two of a port's hooks the window rises in three ways only: the stack calls a hook on
- * every ACK, and an ACK can at most double the window (slow start adds what it
+ * every ACK, and in Open an ACK can at most double the window (slow start adds what it
  * acknowledges, never more than was in flight); an undo sets what the port's
  * undo_cwnd() returned; the end of a reduction sets the threshold (which the guard
- * checks itself). A window above all three came from a skipped hook.
+ * checks itself), and slow start stops one above it (an ACK after a timeout may
+ * acknowledge far more than the window of 1). A window above all of these came from a
+ * skipped hook.
  *
  * The guard notices, in the port's next hook, what the port did not see -- a window
  * reduction without its ssthresh() (tp->prior_cwnd moved), a threshold or window no
@@ -488,12 +490,14 @@ CC_INLINE void cc316_guard_init(struct sock *sk)
 
 /* The largest window the stack can hold at a port's hook without a skipped hook: one
  * ACK's slow-start growth over the window the port last saw (or its undo returned), or
- * the threshold, which ends a reduction (tcp_end_cwnd_reduction). */
+ * one above the threshold -- the threshold ends a reduction (tcp_end_cwnd_reduction),
+ * and 3.16 slow start stops at ssthresh + 1 however much one ACK acknowledges (after a
+ * timeout, the ACK for the hole covers all the receiver held: window 1 -> ssthresh + 1). */
 CC_INLINE u32 cc316_guard_cwnd_bound(struct cc316_guard *g, struct tcp_sock *tp)
 {
 	u32 grown = g->top_cwnd > CC_INFINITE_SSTHRESH / 2 ? CC_INFINITE_SSTHRESH
 							      : 2 * g->top_cwnd + 2;
-	u32 ends = tp->snd_ssthresh < CC_INFINITE_SSTHRESH ? tp->snd_ssthresh : 0;
+	u32 ends = tp->snd_ssthresh < CC_INFINITE_SSTHRESH ? tp->snd_ssthresh + 1 : 0;
 
 	return cc_max(grown, ends);
 }

@@ -95,7 +95,8 @@ class Sim:
 
     def ack(self, pkts=1, rtt_us=-1, dt_us=0, slow=False):
         """One ACK for `pkts` packets (6.x order): the RTT estimator, in_ack_event (fast
-        path, or with `slow` the slow path), pkts_acked, then cong_avoid."""
+        path, or with `slow` the slow path), pkts_acked, then cong_avoid (in every state
+        but CWR and Recovery, Loss included)."""
         s = self.sk
         s.tcp_mstamp += int(dt_us)
         self.una += pkts
@@ -108,7 +109,7 @@ class Sim:
             self.ops.in_ack_event(self.p, ACK_SLOWPATH if slow else ACK_WIN_UPDATE)
         if self.ops.pkts_acked:
             self.ops.pkts_acked(self.p, C.byref(AckSample(pkts, int(rtt_us), s.snd_cwnd)))
-        if s.icsk_ca_state == OPEN:
+        if s.icsk_ca_state not in (CWR, RECOVERY):  # 6.x tcp_cong_control: PRR there instead
             self.ops.cong_avoid(self.p, self.una, pkts)
         if self.una + s.snd_cwnd > s.snd_nxt:  # keep the window full
             s.snd_nxt = self.una + s.snd_cwnd
@@ -143,6 +144,22 @@ class Sim:
         if self.ops.set_state:
             self.ops.set_state(self.p, OPEN)
         s.icsk_ca_state = OPEN
+        return prior, s.snd_ssthresh
+
+    def timeout(self):
+        """A retransmission timeout as 6.x tcp_enter_loss does it from Open: prior_cwnd,
+        the ssthresh hook, the Loss state, and a window of what is in flight plus one (1:
+        everything outstanding is marked lost)."""
+        s = self.sk
+        prior = s.snd_cwnd
+        s.prior_ssthresh = max(s.snd_ssthresh, (prior >> 1) + (prior >> 2))
+        s.prior_cwnd = prior
+        s.snd_ssthresh = self.ops.ssthresh(self.p)
+        if self.ops.set_state:
+            self.ops.set_state(self.p, LOSS)
+        s.icsk_ca_state = LOSS
+        s.snd_cwnd = 1
+        s.snd_cwnd_cnt = 0
         return prior, s.snd_ssthresh
 
     def undo(self):

@@ -144,6 +144,23 @@ def test_an_undo_to_the_window_before_a_timeout_is_left_alone(host_build, varian
 
 
 @pytest.mark.parametrize("variant", cc.VARIANTS)
+def test_slow_start_after_a_timeout_to_one_past_the_threshold_is_left_alone(host_build, variant):
+    # after a timeout (window 1) the ACK for the retransmitted hole acknowledges all the
+    # receiver held out of order; 3.16 slow start then stops at ssthresh + 1 -- far above
+    # twice the window the port last saw, one above the threshold, and legitimate
+    sim = Sim(host_build, variant, cwnd=300, ssthresh=100)
+    _warm(sim)
+    _, ssthresh = sim.timeout()
+    before = sim.guard_stats()
+    sim.ack(3 * ssthresh)
+    grown = sim.cwnd
+    assert grown > 2 * 1 + 2 and grown > ssthresh, (grown, ssthresh)  # the case the bound must allow
+    sim.ack(1)                                      # the next hook looks at that window
+    assert _delta(sim.guard_stats(), before)["foreign_cwnd"] == 0
+    assert sim.cwnd >= grown
+
+
+@pytest.mark.parametrize("variant", cc.VARIANTS)
 def test_guard_changes_nothing_on_a_sound_host(host_build, variant):
     sim = Sim(host_build, variant, cwnd=50, ssthresh=40)
     before = sim.guard_stats()

@@ -207,8 +207,8 @@ def guard_check(guard: dict | None) -> str | None:
         if events > max(GUARD_MIN_EVENTS, GUARD_SHARE_MAX * g["reductions"]):
             parts.append(f"{name}: {g['missed_reductions']} reductions without its ssthresh() "
                          f"of {g['reductions'] + g['missed_reductions']}, {g['missed_states']} state "
-                         f"changes without its set_state(), {g['foreign_ssthresh']} thresholds and "
-                         f"{g['foreign_cwnd']} windows no stack value can be")
+                         f"changes without its set_state(), {g['foreign_ssthresh']} thresholds no stack value "
+                         f"can be, {g['foreign_cwnd']} windows no hook of the port allowed")
     if parts:
         return ("cc: the host ran congestion-control hooks without the port's program "
                 "(repaired at the next hook, but too often): " + "; ".join(parts))

@@ -60,7 +60,7 @@ class Section:
     figures: list                # matplotlib figures, for the PDF
     metric_cols: list            # METRIC_COLUMNS entries of the criterion's metrics
     n_expected: int              # runs of the criterion in the campaign
-    n_ok: int                    # of those, with tables (and verdict ok unless flagged included)
+    n_ok: int                    # of those, in the tables (verdict ok, or any with flagged runs included)
 
 
 def _png(fig) -> bytes:
@@ -209,7 +209,8 @@ def build(design: dict, campaign: str, backend: str, results: Path, *, include_f
         sections.append(sec)
     env = runs.iloc[0] if not runs.empty else {}
     return {"design": design, "campaign": campaign, "backend": backend, "sections": sections,
-            "n_expected": len(expected), "n_ok": len(runs), "flagged": flagged,
+            "n_expected": len(expected), "n_ok": int((runs["verdict"] == "ok").sum()),
+            "n_used": len(runs), "flagged": flagged,
             "kernel": env.get("kernel") if len(runs) else None,
             "git_revision": env.get("git_revision") if len(runs) else None,
             "include_flagged": include_flagged}
@@ -241,6 +242,11 @@ def _img(png: bytes, alt: str) -> str:
             f'{base64.b64encode(png).decode()}"><figcaption>{html.escape(alt)}</figcaption></figure>')
 
 
+def _included_note(content: dict) -> str:
+    n = len(content["flagged"]) if content["include_flagged"] else 0
+    return f" ({n} flagged run{'s' if n != 1 else ''} included)" if n else ""
+
+
 def render_html(content: dict) -> str:
     d = content["design"]
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(d.get('title', d['name']))}</title>",
@@ -253,7 +259,7 @@ def render_html(content: dict) -> str:
            + (f" ({html.escape(d['campaigns'][content['campaign']]['description'])})"
               if d["campaigns"][content["campaign"]].get("description") else "") + ", backend "
            f"<code>{content['backend']}</code>. Runs with verdict ok: {content['n_ok']} of {content['n_expected']}"
-           f"{' (flagged runs included)' if content['include_flagged'] else ''}. Kernel {html.escape(str(content['kernel']))},"
+           f"{_included_note(content)}. Kernel {html.escape(str(content['kernel']))},"
            f" tcpeval revision <code>{html.escape(str(content['git_revision']))}</code>.</p>"]
     if len(content["flagged"]):
         out.append("<p class='flag'>Flagged runs (" + ("included" if content["include_flagged"] else "left out")
@@ -279,7 +285,7 @@ def render_pdf(content: dict, path: Path) -> None:
         fig = plt.figure(figsize=(8.27, 11.69))
         lines = [d.get("title", d["name"]), "",
                  f"design {d['name']}, campaign {content['campaign']}, backend {content['backend']}",
-                 f"runs with verdict ok: {content['n_ok']} of {content['n_expected']}",
+                 f"runs with verdict ok: {content['n_ok']} of {content['n_expected']}{_included_note(content)}",
                  f"kernel {content['kernel']}, tcpeval {content['git_revision']}", ""]
         for sec in content["sections"]:
             lines.append(f"{sec.name}: {sec.description} ({sec.n_ok} of {sec.n_expected} runs)")
