@@ -42,3 +42,41 @@ def test_plan_prints_every_criterion_and_the_total(capsys):
     for name in ("responsiveness", "fairness", "compatibility", "convergence"):
         assert name in out
     assert re.search(r"total +1280 +320.00 ", out) and "x1: 840" in out
+
+
+def test_makespan_puts_the_longest_runs_first_on_the_node_that_frees_up_first():
+    # by hand: 8 | 7 | then 5 on node 2 (7+5=12), 4 on node 1 (8+4=12), 3 on either (15)
+    assert planning.makespan_s([3, 5, 8, 7, 4], 2) == 15
+    assert planning.makespan_s([3, 5, 8, 7, 4], 1) == 27
+    assert planning.makespan_s([3, 5, 8, 7, 4], 64) == 8       # more nodes than runs
+    assert planning.makespan_s([], 8) == 0
+    with pytest.raises(ValueError, match="nodes must be at least 1"):
+        planning.makespan_s([1.0], 0)
+
+
+def test_a_jobs_time_limit_covers_its_dilated_run_and_retries(design):
+    run = spec.expand(design, "paper")[0]                      # 900 s at 9.5 Gbps
+    fast = planning.given_ceiling("10G")
+    assert planning.time_limit_min(run, fast) == -(-(900 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN // 60)
+    # a login node knows no calibration: an `auto` run is planned at the largest factor
+    blind = planning.node_ceiling(None)
+    assert planning.time_limit_min(run, blind) == -(-(900 * 64 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN // 60)
+    assert planning.time_limit_min(run, SLOW_HOST) == -(-(900 * 32 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN // 60)
+
+
+def test_plan_prints_the_wall_time_on_each_node_count(capsys):
+    assert main(["plan", "--campaign", "paper", "--nodes", "1", "8", "64", "--faithful-rate", "10G"]) == 0
+    out = capsys.readouterr().out
+    rows = {int(m[1]): float(m[2]) for m in re.finditer(r"^\s+(\d+)\s+([\d.]+)\s+[\d.]+$", out, re.M)}
+    # 1,280 runs of 900 s (no dilation on a 10G node) plus the set-up of each
+    one = 1280 * (900 + planning.RUN_OVERHEAD_S) / 3600
+    assert rows[1] == pytest.approx(one, abs=0.01)
+    assert rows[8] == pytest.approx(one / 8, abs=0.01) and rows[64] == pytest.approx(one / 64, abs=0.01)
+    assert "a host that carries 10G faithfully (given)" in out
+
+
+def test_plan_refuses_a_rate_it_cannot_read_and_a_node_count_below_one(capsys):
+    assert main(["plan", "--campaign", "smoke", "--faithful-rate", "fast"]) != 0
+    assert "--faithful-rate: 'fast' is not a rate" in capsys.readouterr().err
+    assert main(["plan", "--campaign", "smoke", "--nodes", "0"]) != 0
+    assert "--nodes" in capsys.readouterr().err

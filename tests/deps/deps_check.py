@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import deps_commands
@@ -83,17 +84,45 @@ def _package_for_missing_tex(name: str) -> str:
     return f"find its Debian package (apt-file search {name}) and add that line to tools/apt-packages.txt"
 
 
+# A tools/*.sh script that installs the Debian packages it runs (optional paths: a local
+# SLURM cluster, the container image) names them in one array, PACKAGES=(...).
+SELF_INSTALLING = re.compile(r"^PACKAGES=\(([^)]*)\)", re.M)
+
+
+def self_installed(repo: Path) -> dict[str, list[str]]:
+    """script ("tools/x.sh") -> the packages it installs itself before running them."""
+    found = {}
+    for path in sorted(repo.glob("tools/*.sh")):
+        m = SELF_INSTALLING.search(path.read_text())
+        if m:
+            found[str(path.relative_to(repo))] = m.group(1).split()
+    return found
+
+
 def command_problems(repo: Path, apt_list: Path) -> list[str]:
-    """Every executable the project runs (tests/deps/deps_commands.py)."""
+    """Every executable the project runs (tests/deps/deps_commands.py). One that only a
+    self-installing script runs may come from that script's own packages instead."""
     closure = deps_debian.closure_of(apt_list)
-    problems, resolved = [], {}
+    own = self_installed(repo)
+    problems, resolved, by_scripts = [], {}, {}
     for command, uses in sorted(deps_commands.project_commands(repo).items()):
         found = system_which(command)
+        scripts = {u.rsplit(":", 1)[0] for u in uses}
         if found is not None:
-            resolved[command] = (deps_debian.hops(Path(found)), uses)
+            hops = (deps_debian.hops(Path(found)), uses)
+            if scripts <= own.keys():
+                by_scripts.setdefault(tuple(sorted(scripts)), {})[command] = hops
+            else:
+                resolved[command] = hops
         elif not (VENV_BIN / command).exists():  # .venv's come from requirements.lock
             problems.append(f"{command} ({_where(uses)}) is not installed: {_package_for_missing_command(command)}")
-    return problems + judge(resolved, closure)
+    problems += judge(resolved, closure)
+    for scripts, needed in by_scripts.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            extended = Path(tmp) / "apt-packages.txt"
+            extended.write_text(apt_list.read_text() + "\n" + "\n".join(p for s in scripts for p in own[s]) + "\n")
+            problems += judge(needed, deps_debian.closure_of(extended))
+    return problems
 
 
 def tex_problems(repo: Path, apt_list: Path) -> list[str]:

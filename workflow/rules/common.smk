@@ -26,7 +26,7 @@ try:
 except spec.SpecError as err:
     raise WorkflowError(str(err))
 
-from tcpeval.backends import algorithms  # noqa: E402  (what the backend can run, before anything runs)
+from tcpeval.backends import algorithms, planning  # noqa: E402  (what the backend can run, before anything runs)
 
 if algorithms.problems(RUNS, config["backend"]):
     raise WorkflowError("\n".join(algorithms.problems(RUNS, config["backend"])))

@@ -7,6 +7,20 @@
 
 # {scope}: <backend>[/<design>]/<campaign>; {rest}: <criterion>/<flows>/rtt../drop..[/factors]/rep<k>
 RUN_PATTERN = f"{RAW_DIR}/{{scope}}/{{rest}}"
+RUN_INDEX = paths.make_index(RUNS, RAW_DIR)
+NODE_CEILING = planning.node_ceiling(config.get("node_faithful_rate"))
+
+
+# An emulated run takes every local core (the total Snakemake was given); on a cluster,
+# where Snakemake has no total, the job owns its node instead (profile slurm: --exclusive).
+RUN_THREADS = (workflow._cores or 1) if BACKEND == "emulated" else 1
+
+
+def run_time_limit_min(wildcards):
+    """A cluster job's time limit (SLURM --time): the run's expected wall time with its
+    time dilation, with a margin for retries (tcpeval.backends.planning)."""
+    cond = RUN_INDEX.get(f"{RAW_DIR}/{wildcards.scope}/{wildcards.rest}")
+    return planning.time_limit_min(cond, NODE_CEILING) if cond else planning.TIME_LIMIT_MIN_MIN
 
 
 rule run:
@@ -18,9 +32,10 @@ rule run:
         design=config["design"],
         raw_dir=RAW_DIR,
         testbed=f"--testbed {config['testbed']}" if BACKEND == "testbed" else "",
-    threads: workflow.cores if BACKEND == "emulated" else 1
+    threads: RUN_THREADS
     resources:
         net=1,
+        runtime=run_time_limit_min,
     shell:
         "tcpeval run {output.trace:q} --design {params.design:q} --raw-dir {params.raw_dir:q} {params.testbed}"
         " > {log:q} 2>&1"

@@ -225,10 +225,20 @@ def cmd_plan(args) -> int:
         runs = spec.expand(design, args.campaign, args.backend)
     except spec.SpecError as err:
         raise UserError(str(err)) from None
-    ceil = planning.ceiling(args.backend)
+    if args.faithful_rate is not None:
+        try:
+            ceil = planning.given_ceiling(args.faithful_rate)
+        except ValueError as err:
+            raise UserError(str(err)) from None
+    else:
+        ceil = planning.ceiling(args.backend)
+    if any(n < 1 for n in args.nodes):
+        raise UserError(f"--nodes: each count must be at least 1, got {args.nodes}")
     rows: dict[str, dict] = {}
+    walls = []
     for cond in runs:
         p = planning.plan_run(cond, ceil)
+        walls.append(p.wall_s)
         row = rows.setdefault(cond.criterion, {"runs": 0, "traffic": 0.0, "wall": 0.0,
                                                 "factors": Counter(), "refused": Counter()})
         row["runs"] += 1
@@ -249,6 +259,11 @@ def cmd_plan(args) -> int:
     total_wall = sum(r["wall"] for r in rows.values())
     print(f"  {'total':16s} {len(runs):5d} {total_traffic / 3600:10.2f} {total_wall / 3600:9.2f}  "
           f"(wall: traffic x factor + ~{planning.RUN_OVERHEAD_S:.0f} s per run)")
+    print("  wall time of the network runs on N nodes (one run per node at a time; analysis not included):")
+    print(f"  {'nodes':>7s} {'wall h':>9s} {'days':>7s}")
+    for n in args.nodes:
+        h = planning.makespan_s(walls, n) / 3600 if walls else 0.0
+        print(f"  {n:7d} {h:9.2f} {h / 24:7.2f}")
     return 0
 
 
@@ -258,6 +273,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--campaign", default="smoke")
     p.add_argument("--backend", default="emulated", choices=["emulated", "testbed"])
     p.add_argument("--design", default=None, help="design file (default config/design.yaml)")
+    p.add_argument("--nodes", type=int, nargs="+", default=[1], metavar="N",
+                   help="node counts to plan for, e.g. --nodes 1 8 64 (default 1)")
+    p.add_argument("--faithful-rate", default=None, metavar="RATE",
+                   help="plan for nodes that carry RATE faithfully (e.g. 10G) instead of this host's calibration")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("run", help="perform one run (a design run path, or an ad-hoc condition)",

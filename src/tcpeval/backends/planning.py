@@ -2,9 +2,11 @@
 time and wall time (`tcpeval plan`, and the ETA of `tcpeval design status`)."""
 from __future__ import annotations
 
+import heapq
+import math
 from dataclasses import dataclass
 
-from tcpeval import dilation
+from tcpeval import dilation, quantity
 
 # Wall time of a run beyond its traffic: namespaces, qdiscs, BPF, RTT set-up, teardown,
 # trace writing (`make bench` measures it; ~10 s here, more with the delay line's RTT
@@ -18,6 +20,21 @@ class Ceiling:
     rate_bps: float | None
     default_rate_bps: float | None
     source: str
+
+
+def given_ceiling(rate: str | float) -> Ceiling:
+    """A host that carries `rate` faithfully (e.g. a node of a cluster: `10G`), in place of
+    this host's calibration."""
+    bps = quantity.rate(rate, "--faithful-rate")
+    return Ceiling(bps, None, f"a host that carries {quantity.format_rate(bps)} faithfully (given)")
+
+
+def node_ceiling(rate) -> Ceiling:
+    """What the workflow plans a cluster node's runs with: a given rate, or none (a login
+    node neither builds the emulator nor holds the nodes' calibration)."""
+    if rate is None:
+        return Ceiling(None, None, "nodes' faithful rate not given")
+    return given_ceiling(rate)
 
 
 def ceiling(backend: str) -> Ceiling:
@@ -55,3 +72,34 @@ def plan_run(cond, ceil: Ceiling) -> RunPlan:
     except dilation.DilationError as err:  # as the emulated backend would refuse it
         return RunPlan(None, cond.duration_s, 0.0, str(err))
     return RunPlan(k, cond.duration_s, cond.duration_s * k + RUN_OVERHEAD_S)
+
+
+def makespan_s(walls: list[float], nodes: int) -> float:
+    """Wall time of independent runs on `nodes` machines, one run per machine at a time
+    (each network run owns its node): longest runs first, each to the machine that frees
+    up first."""
+    if nodes < 1:
+        raise ValueError(f"nodes must be at least 1, got {nodes}")
+    free = [0.0] * min(nodes, max(len(walls), 1))
+    for w in sorted(walls, reverse=True):
+        heapq.heappush(free, heapq.heappop(free) + w)
+    return max(free)
+
+
+# A job's time limit (SLURM --time) over its expected wall time: runs retried inside the
+# backend (up to 3 attempts when the host flags one) and slower nodes must still fit.
+TIME_LIMIT_MARGIN = 3.5
+TIME_LIMIT_MIN_MIN = 10
+
+
+def time_limit_min(cond, ceil: Ceiling) -> int:
+    """Minutes to ask the scheduler for one run. Without a calibration (a login node) an
+    `auto` run is planned at the largest dilation factor, so it is never cut short."""
+    plan = plan_run(cond, ceil)
+    if plan.factor is None:
+        return TIME_LIMIT_MIN_MIN
+    k = plan.factor
+    if ceil.rate_bps is None and dilation.parse(getattr(cond, "dilation", 1)) == dilation.AUTO:
+        k = dilation.MAX_FACTOR
+    wall = cond.duration_s * k + RUN_OVERHEAD_S
+    return max(TIME_LIMIT_MIN_MIN, math.ceil(wall * TIME_LIMIT_MARGIN / 60))
