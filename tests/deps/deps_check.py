@@ -35,7 +35,7 @@ COMMAND_PACKAGE = {
     "ssh": "openssh-client", "ssh-keygen": "openssh-client", "sshd": "openssh-server",
     "qemu-system-x86_64": "qemu-system-x86", "busybox": "busybox-static", "vvp": "iverilog",
     "pdfinfo": "poppler-utils", "pdftotext": "poppler-utils", "pdftoppm": "poppler-utils",
-    "pdflatex": "texlive-latex-base", "nix-instantiate": "nix-bin", "sysctl": "procps",
+    "pdflatex": "texlive-latex-base", "nix": "nix-bin", "nix-instantiate": "nix-bin", "sysctl": "procps",
     "kill": "procps", "ping": "iputils-ping", "cc": "gcc",
 }
 
