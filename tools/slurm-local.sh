@@ -111,8 +111,30 @@ start() {
   die "the node did not become idle in 60 s; see $STATE/*.log"
 }
 
+# PIDs of processes named $1 (from /proc: no procps needed)
+pids_named() {
+  local comm d
+  for comm in /proc/[0-9]*/comm; do
+    [[ "$(cat "$comm" 2>/dev/null)" == "$1" ]] && { d=${comm%/comm}; echo "${d#/proc/}"; }
+  done
+  return 0
+}
+
 stop() {
-  local name pid
+  local name pid jobs_left
+  # cancel every job first: a job's step daemon (slurmstepd) and what it runs outlive slurmd
+  if pid_alive "$STATE/slurmctld.pid"; then
+    jobs_left=$(squeue -h -o %i 2>/dev/null || true)
+    if [[ -n "$jobs_left" ]]; then
+      # shellcheck disable=SC2086
+      scancel $jobs_left 2>/dev/null || true
+      for _ in $(seq 60); do
+        [[ -z "$(squeue -h -t PENDING,RUNNING,COMPLETING -o %i 2>/dev/null)" ]] && break
+        sleep 1
+      done
+    fi
+  fi
+  for pid in $(pids_named slurmstepd); do kill "$pid" 2>/dev/null || true; done
   for name in slurmd slurmctld munged; do
     if pid_alive "$STATE/$name.pid"; then
       pid=$(cat "$STATE/$name.pid")
@@ -124,6 +146,7 @@ stop() {
   if [[ -L "$CONF_LINK" && "$(readlink -f "$CONF_LINK")" == "$STATE/slurm.conf" ]]; then
     rm -f "$CONF_LINK"
   fi
+  for pid in $(pids_named slurmstepd); do kill -9 "$pid" 2>/dev/null || true; done
   rm -rf "$STATE"
   echo "slurm-local: stopped"
 }

@@ -42,18 +42,25 @@ def snakemake(workdir: Path, design: Path, profile: str = "default") -> list[str
 
 
 def interrupt_after(cmd: list[str], cwd: Path, traces: list[Path], n: int, timeout_s: float,
-                    env: dict | None = None) -> str:
-    """Start Snakemake, SIGTERM it once n traces exist, wait for it to exit; its output."""
+                    env: dict | None = None, sig: int = signal.SIGTERM) -> str:
+    """Start Snakemake, send it `sig` once n traces exist, wait for it to exit; its output.
+    SIGTERM (`kill`): Snakemake lets the running jobs finish; SIGINT (Ctrl-C): it stops
+    them (on SLURM: cancels every job it submitted)."""
     log = cwd / "first.log"
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + timeout_s
-        while sum(t.exists() for t in traces) < n:
-            assert proc.poll() is None, f"Snakemake ended before the interruption:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"no {n} traces in {timeout_s} s:\n{log.read_text()[-3000:]}"
-            time.sleep(0.2)
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=180)
+        try:
+            deadline = time.monotonic() + timeout_s
+            while sum(t.exists() for t in traces) < n:
+                assert proc.poll() is None, f"Snakemake ended before the interruption:\n{log.read_text()[-3000:]}"
+                assert time.monotonic() < deadline, f"no {n} traces in {timeout_s} s:\n{log.read_text()[-3000:]}"
+                time.sleep(0.2)
+            proc.send_signal(sig)
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     return log.read_text()
 
 
