@@ -3,7 +3,7 @@
 # no Docker engine and no Docker Hub needed.
 #
 #   tools/container-image.sh [build] [--rebuild-base] [--tag NAME]   (make image)
-#   tools/container-image.sh run [CMD...]     CMD (default: make test) in a new container
+#   tools/container-image.sh run [--name NAME] [CMD...]   CMD (default: make test) in a container
 #   tools/container-image.sh name             the image's name for this revision
 #
 # build: the Dockerfile, unchanged, on a Debian 12 base made here with debootstrap from
@@ -51,16 +51,17 @@ need_tools() {  # package names whose commands are missing
   apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
 }
 
+# podman's defaults for both (1048576) unless this shell's hard limits are lower: raising
+# them needs CAP_SYS_RESOURCE, which a container host may not grant even to root
+hard() { local v; v=$(ulimit -H "$1"); [[ $v == unlimited || $v -gt 1048576 ]] && v=1048576; echo "$v"; }
+ULIMITS=("nofile=$(hard -n):$(hard -n)" "nproc=$(hard -u):$(hard -u)")
+
 write_conf() {
   mkdir -p "$WORK"
-  local nofile nproc
-  nofile=$(ulimit -Hn); nproc=$(ulimit -Hu)
-  [[ $nofile == unlimited ]] && nofile=1048576
-  [[ $nproc == unlimited ]] && nproc=1048576
   cat > "$CONTAINERS_CONF" <<EOF
 # written by tools/container-image.sh; podman reads it through CONTAINERS_CONF
 [containers]
-default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
+default_ulimits = ["${ULIMITS[0]}", "${ULIMITS[1]}"]
 
 [engine]
 runtime = "runc"
@@ -159,7 +160,9 @@ build() {
   rm -rf "$ctx"
   git clone -q --no-checkout "$REPO" "$ctx"
   git -C "$ctx" checkout -q --detach "$(git rev-parse HEAD)"
+  # podman build does not take default_ulimits from containers.conf: name them
   local args=(--pull=never --network host --layers -f "$ctx/Dockerfile"
+              --ulimit "${ULIMITS[0]}" --ulimit "${ULIMITS[1]}"
               -t "$IMAGE:$rev" -t "$IMAGE:latest" --label "org.opencontainers.image.revision=$(git rev-parse HEAD)")
   [[ -n $tag ]] && args+=(-t "$tag")
   local v
@@ -181,8 +184,9 @@ run() {
   local image=$IMAGE:$(revision)
   podman image exists "$image" || image=$IMAGE:latest
   podman image exists "$image" || die "no image $image: make image"
-  (($#)) || set -- make test
   local name=tcpeval-$$
+  [[ ${1:-} == --name ]] && { name=$2; shift 2; }
+  (($#)) || set -- make test
   trap 'podman rm -f -t 0 "$name" >/dev/null 2>&1 || true' EXIT INT TERM
   local tty=()
   [[ -t 0 && -t 1 ]] && tty=(-it)
