@@ -17,8 +17,8 @@
 #    packages, so not in tools/apt-packages.txt);
 #  - a containers.conf of our own (build/image/containers.conf, via CONTAINERS_CONF; the
 #    host's configuration is left alone): the runtime runc (crun fails on hosts with
-#    hybrid cgroups), cgroupfs (no systemd), and default ulimits no higher than this
-#    shell's hard limits (podman's 1048576 needs CAP_SYS_RESOURCE to raise them);
+#    hybrid cgroups), cgroupfs (no systemd), and default ulimits no higher than podman's
+#    own hard limits (its 1048576 needs CAP_SYS_RESOURCE);
 #  - a proxy with its own CA (PIP_CERT or SSL_CERT_FILE names the bundle): the base gets
 #    that bundle and an /etc/pip.conf pointing pip at the system bundle; proxy variables
 #    (http_proxy, https_proxy, no_proxy, either case) are passed to the build.
@@ -51,10 +51,11 @@ need_tools() {  # package names whose commands are missing
   apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
 }
 
-# podman's defaults for both (1048576) unless this shell's hard limits are lower: raising
-# them needs CAP_SYS_RESOURCE, which a container host may not grant even to root
-hard() { local v; v=$(ulimit -H "$1"); [[ $v == unlimited || $v -gt 1048576 ]] && v=1048576; echo "$v"; }
-ULIMITS=("nofile=$(hard -n):$(hard -n)" "nproc=$(hard -u):$(hard -u)")
+# Container ulimits no higher than podman's own hard limits: its defaults (1048576 files
+# and processes) need CAP_SYS_RESOURCE, which a container host may withhold even from root,
+# and podman 4.3 holds itself to 32768 processes whatever the shell allows.
+hard() { local v; v=$(ulimit -H "$1"); [[ $v == unlimited || $v -gt $2 ]] && v=$2; echo "$v"; }
+ULIMITS=("nofile=$(hard -n 1048576):$(hard -n 1048576)" "nproc=$(hard -u 32768):$(hard -u 32768)")
 
 write_conf() {
   mkdir -p "$WORK"
@@ -70,11 +71,7 @@ events_logger = "file"
 EOF
 }
 
-revision() {
-  local rev
-  rev=$(git rev-parse --short=12 HEAD)
-  echo "$rev"
-}
+revision() { git rev-parse --short=12 HEAD; }
 
 # The host's Debian sources for SUITE (deb822 files or one-line entries), for the base.
 host_sources() {
@@ -160,9 +157,7 @@ build() {
   rm -rf "$ctx"
   git clone -q --no-checkout "$REPO" "$ctx"
   git -C "$ctx" checkout -q --detach "$(git rev-parse HEAD)"
-  # podman build does not take default_ulimits from containers.conf: name them
   local args=(--pull=never --network host --layers -f "$ctx/Dockerfile"
-              --ulimit "${ULIMITS[0]}" --ulimit "${ULIMITS[1]}"
               -t "$IMAGE:$rev" -t "$IMAGE:latest" --label "org.opencontainers.image.revision=$(git rev-parse HEAD)")
   [[ -n $tag ]] && args+=(-t "$tag")
   local v
@@ -177,7 +172,8 @@ build() {
 
 # A privileged container on the host's network stack (the emulated backend's namespaces,
 # BPF congestion controls and qdiscs live in the host kernel, as in a run on the host;
-# host-global sysctls are only read). Removed on exit, even when interrupted.
+# host-global sysctls are only read), sharing /run/lock so that its runs and the host's
+# take turns on the host lock. Removed on exit, even when interrupted.
 run() {
   need_tools podman runc
   write_conf
@@ -191,7 +187,7 @@ run() {
   local tty=()
   [[ -t 0 && -t 1 ]] && tty=(-it)
   podman run --rm "${tty[@]}" --name "$name" --privileged --network host \
-    -v /sys/kernel/btf:/sys/kernel/btf:ro "$image" "$@"
+    -v /sys/kernel/btf:/sys/kernel/btf:ro -v /run/lock:/run/lock "$image" "$@"
 }
 
 cmd=${1:-build}
