@@ -180,13 +180,13 @@ run() {
   local image=$IMAGE:$(revision)
   podman image exists "$image" || image=$IMAGE:latest
   podman image exists "$image" || die "no image $image: make image"
-  local name=tcpeval-$$
-  [[ ${1:-} == --name ]] && { name=$2; shift 2; }
+  NAME=tcpeval-$$   # global: the trap runs after this function has returned
+  [[ ${1:-} == --name ]] && { NAME=$2; shift 2; }
   (($#)) || set -- make test
-  trap 'podman rm -f -t 0 "$name" >/dev/null 2>&1 || true' EXIT INT TERM
+  trap 'podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true' EXIT INT TERM
   local tty=()
   [[ -t 0 && -t 1 ]] && tty=(-it)
-  podman run --rm "${tty[@]}" --name "$name" --privileged --network host \
+  podman run --rm "${tty[@]}" --name "$NAME" --privileged --network host \
     -v /sys/kernel/btf:/sys/kernel/btf:ro -v /run/lock:/run/lock "$image" "$@"
 }
 
