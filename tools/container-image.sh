@@ -184,9 +184,14 @@ run() {
   [[ ${1:-} == --name ]] && { NAME=$2; shift 2; }
   (($#)) || set -- make test
   trap 'podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true' EXIT INT TERM
-  local tty=()
+  local tty=() rt=()
   [[ -t 0 && -t 1 ]] && tty=(-it)
-  podman run --rm "${tty[@]}" --name "$NAME" --privileged --network host \
+  # cgroup v1 with real-time group scheduling (this host): a new cgroup gets no real-time
+  # time, and the delay line's SCHED_FIFO fails (EPERM); podman's parent cgroup has none to
+  # give, so the container's cgroup hangs off the root with the root's budget
+  local rt_root=/sys/fs/cgroup/cpu/cpu.rt_runtime_us
+  [[ -f $rt_root ]] && rt=(--cgroup-parent=/ --cpu-rt-runtime="$(cat "$rt_root")")
+  podman run --rm "${tty[@]}" "${rt[@]}" --name "$NAME" --privileged --network host \
     -v /sys/kernel/btf:/sys/kernel/btf:ro -v /run/lock:/run/lock "$image" "$@"
 }
 
