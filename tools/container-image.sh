@@ -173,7 +173,9 @@ build() {
 # A privileged container on the host's network stack (the emulated backend's namespaces,
 # BPF congestion controls and qdiscs live in the host kernel, as in a run on the host;
 # host-global sysctls are only read), sharing /run/lock so that its runs and the host's
-# take turns on the host lock. Removed on exit, even when interrupted.
+# take turns on the host lock, and the host's cgroups so that the keep-awake loops run in
+# the root cpu group (src/tcpeval/backends/emulated/awake.py). Removed on exit, even when
+# interrupted.
 run() {
   need_tools podman runc
   write_conf
@@ -192,7 +194,8 @@ run() {
   local rt_root=/sys/fs/cgroup/cpu/cpu.rt_runtime_us
   [[ -f $rt_root ]] && rt=(--cgroup-parent=/ --cpu-rt-runtime="$(cat "$rt_root")")
   podman run --rm "${tty[@]}" "${rt[@]}" --name "$NAME" --privileged --network host \
-    -v /sys/kernel/btf:/sys/kernel/btf:ro -v /run/lock:/run/lock "$image" "$@"
+    --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup -v /sys/kernel/btf:/sys/kernel/btf:ro \
+    -v /run/lock:/run/lock "$image" "$@"
 }
 
 cmd=${1:-build}
