@@ -10,7 +10,7 @@
 # the mirror apt already uses (imported as localhost/debian:12, which `FROM debian:12`
 # resolves to, once; --rebuild-base makes it anew). The build context is a clean clone of
 # the commit checked out (uncommitted changes are not in the image), so the image is one
-# revision and is tagged with it as well as :latest.
+# revision and is tagged with it as well as :latest; earlier revisions' images are removed.
 #
 # What this host needs, in code rather than in memory:
 #  - podman, runc and debootstrap, installed here when missing (not the experiments'
@@ -167,6 +167,9 @@ build() {
   say "building $IMAGE:$rev (from $BASE)"
   podman build "${args[@]}" "$ctx"
   rm -rf "$ctx"
+  # earlier revisions' images go: each can hold an environment of its own (3.3 GB)
+  podman images --format '{{.Repository}}:{{.Tag}}' "$IMAGE" | grep -v -e ":$rev\$" -e ':latest$' \
+    | xargs -r podman rmi >/dev/null || true
   say "built $IMAGE:$rev and $IMAGE:latest, $(podman image inspect --format '{{.Size}}' "$IMAGE:$rev" | numfmt --to=si)B"
 }
 
