@@ -1,8 +1,9 @@
-# tcpeval in a container, for hosts without Nix. The experiments need the host's kernel
-# features, so run it privileged with the host's BTF visible:
+# tcpeval in a container, for hosts without Nix. The experiments use the host's kernel
+# (network namespaces, BPF struct_ops, qdiscs), so run it privileged on the host's network
+# stack (README, "Container image"):
 #   docker build -t tcpeval .
-#   docker run --rm -it --privileged --pid=host -v /sys/kernel/btf:/sys/kernel/btf:ro \
-#       -v "$PWD":/work/tcpeval tcpeval make paper
+#   docker run --rm --privileged --network host tcpeval make test PYTEST_ARGS=--require-root
+# Without a Docker engine, `make image` builds this file with podman (tools/container-image.sh).
 FROM debian:12
 ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /work/tcpeval

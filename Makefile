@@ -14,7 +14,7 @@ VENV := .venv/bin
 SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE)
 CONFIG = --config campaign=$(CAMPAIGN) backend=$(BACKEND) $(CONFIG_ARGS)
 
-.PHONY: bootstrap paper validation validate-dilation runs dry-run report snakemake-report test test-all bench status design data-push data-pull cleanup clean help
+.PHONY: bootstrap image paper validation validate-dilation runs dry-run report snakemake-report test test-all bench status design data-push data-pull cleanup clean help
 
 help:
 	@echo "make paper  [CAMPAIGN=smoke|quick|paper] [BACKEND=emulated|testbed]  runs -> paper/main.pdf"
@@ -30,10 +30,17 @@ help:
 	@echo "make snakemake-report          snakemake --report of the paper's campaign (figures with captions, HTML)"
 	@echo "make data-push CAMPAIGN=...   version the campaign's raw traces with DVC and push them"
 	@echo "make data-pull CAMPAIGN=...   fetch a campaign's raw traces from the DVC remote"
+	@echo "make image                     the container image (podman, rootful; tools/container-image.sh)"
 	@echo "make cleanup                   remove leftovers of killed runs (namespaces, struct_ops)"
 
 bootstrap:
 	@tools/bootstrap.sh
+
+# The container image localhost/tcpeval:<revision> (and :latest) from the Dockerfile, with
+# podman on a Debian 12 base made here; IMAGE_ARGS=--rebuild-base makes the base anew.
+IMAGE_ARGS ?=
+image:
+	tools/container-image.sh build $(IMAGE_ARGS)
 
 paper: bootstrap
 	$(SNAKEMAKE) $(SNAKEMAKE_ARGS) $(CONFIG)

@@ -6,6 +6,7 @@ import fcntl
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -153,3 +154,13 @@ def test_lock_prevents_concurrent_runs(tmp_path):
         assert not (tmp_path / "trace.json").exists()
     finally:
         os.close(fd)
+
+
+def test_a_runner_that_is_pid_1_starts_its_children():
+    """In a container the runner may be pid 1 (`podman run IMAGE .venv/bin/tcpeval run ...`):
+    a child whose parent is pid 1 is then the runner's, not an orphan, and starts."""
+    code = ("import os; from tcpeval.backends.emulated import host; "
+            "assert os.getpid() == 1; print(host.spawn(['true']).wait())")
+    proc = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", code],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "0", proc.stdout + proc.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import json
 import os
 import re
@@ -69,10 +70,11 @@ _libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_PDEATHSIG = 1
 
 
-def _child_setup() -> None:  # runs in the child between fork and exec
-    # Die with the runner, even on SIGKILL: no iperf3 or delay line outlives its run.
+def _child_setup(runner: int) -> None:  # runs in the child between fork and exec
+    # Die with the runner, even on SIGKILL: no iperf3 or delay line outlives its run. The
+    # runner's pid, not 1, tells whether it died before prctl: in a container it may be 1.
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() == 1:
+    if os.getppid() != runner:
         os._exit(1)
 
 
@@ -82,7 +84,8 @@ def spawn(args: list[str], *, ns: str | None = None, stdout=subprocess.DEVNULL,
     runner handles SIGINT and tears down in order)."""
     full = (["ip", "netns", "exec", ns] if ns else []) + [str(a) for a in args]
     return subprocess.Popen(full, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-                            preexec_fn=_child_setup, start_new_session=True)
+                            preexec_fn=functools.partial(_child_setup, os.getpid()),
+                            start_new_session=True)
 
 
 def tool_version(cmd: list[str], pattern: str = r"(\d+\.\d+(?:\.\d+)?)") -> str | None:

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# The project's container image, built and run with podman (rootful) on this Debian host:
+# no Docker engine and no Docker Hub needed.
+#
+#   tools/container-image.sh [build] [--rebuild-base] [--tag NAME]   (make image)
+#   tools/container-image.sh run [--name NAME] [CMD...]   CMD (default: make test) in a container
+#   tools/container-image.sh name             the image's name for this revision
+#
+# build: the Dockerfile, unchanged, on a Debian 12 base made here with debootstrap from
+# the mirror apt already uses (imported as localhost/debian:12, which `FROM debian:12`
+# resolves to, once; --rebuild-base makes it anew). The build context is a clean clone of
+# the commit checked out (uncommitted changes are not in the image), so the image is one
+# revision and is tagged with it as well as :latest; earlier revisions' images are removed.
+#
+# What this host needs, in code rather than in memory:
+#  - podman, runc and debootstrap, installed here when missing (not the experiments'
+#    packages, so not in tools/apt-packages.txt);
+#  - a containers.conf of our own (build/image/containers.conf, via CONTAINERS_CONF; the
+#    host's configuration is left alone): the runtime runc (crun fails on hosts with
+#    hybrid cgroups), cgroupfs (no systemd), and default ulimits no higher than podman's
+#    own hard limits (its 1048576 needs CAP_SYS_RESOURCE);
+#  - a proxy with its own CA (PIP_CERT or SSL_CERT_FILE names the bundle): the base gets
+#    that bundle and an /etc/pip.conf pointing pip at the system bundle; proxy variables
+#    (http_proxy, https_proxy, no_proxy, either case) are passed to the build.
+#
+# Root only (debootstrap, rootful podman). Takes no lock: a caller that shares the host's
+# kernel with other emulated runs serialises `run` itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+
+IMAGE=${TCPEVAL_IMAGE:-localhost/tcpeval}
+BASE=localhost/debian:12
+SUITE=bookworm
+WORK=$REPO/build/image
+export CONTAINERS_CONF=$WORK/containers.conf
+
+die() { echo "container-image: $*" >&2; exit 1; }
+say() { echo "container-image: $*" >&2; }
+
+[[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, rootful podman); run it with sudo"
+
+need_tools() {  # package names whose commands are missing
+  local missing=() pkg
+  for pkg in "$@"; do command -v "$pkg" >/dev/null || missing+=("$pkg"); done
+  ((${#missing[@]})) || return 0
+  say "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # runc named with podman so that apt does not pick crun for podman's runtime
+  apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
+}
+
+# Container ulimits no higher than podman's own hard limits: its defaults (1048576 files
+# and processes) need CAP_SYS_RESOURCE, which a container host may withhold even from root,
+# and podman 4.3 holds itself to 32768 processes whatever the shell allows.
+hard() { local v; v=$(ulimit -H "$1"); [[ $v == unlimited || $v -gt $2 ]] && v=$2; echo "$v"; }
+ULIMITS=("nofile=$(hard -n 1048576):$(hard -n 1048576)" "nproc=$(hard -u 32768):$(hard -u 32768)")
+
+write_conf() {
+  mkdir -p "$WORK"
+  cat > "$CONTAINERS_CONF" <<EOF
+# written by tools/container-image.sh; podman reads it through CONTAINERS_CONF
+[containers]
+default_ulimits = ["${ULIMITS[0]}", "${ULIMITS[1]}"]
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+EOF
+}
+
+revision() { git rev-parse --short=12 HEAD; }
+
+# The host's Debian sources for SUITE (deb822 files or one-line entries), for the base.
+host_sources() {
+  local f
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [[ -f $f ]] && grep -qE "^Suites:.*\b$SUITE\b" "$f" && grep -qE "^URIs:.*/debian/?$" "$f" && cat "$f" && echo
+  done
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [[ -f $f ]] && grep -E "^deb\s+(\[[^]]*\]\s+)?\S+/debian(-security)?/?\s+$SUITE" "$f"
+  done
+  return 0
+}
+
+host_mirror() {
+  local m
+  m=$(host_sources | awk -v s="$SUITE" '
+      /^URIs:/ { uri = $2 }
+      /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == s && uri ~ /\/debian\/?$/) { print uri; exit } }
+      /^deb[ \t]/ { for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i !~ /\]$/) { if ($(i + 1) == s) { print $i; exit } break } }')
+  echo "${m:-http://deb.debian.org/debian}"
+}
+
+make_base() {
+  need_tools debootstrap
+  local mirror root ca=${PIP_CERT:-${SSL_CERT_FILE:-}}
+  mirror=$(host_mirror)
+  root=$WORK/rootfs
+  rm -rf "$root"
+  say "debootstrap --variant=minbase $SUITE from $mirror"
+  debootstrap --variant=minbase "$SUITE" "$root" "$mirror" > "$WORK/debootstrap.log" 2>&1 \
+    || { tail -20 "$WORK/debootstrap.log" >&2; die "debootstrap failed (log: $WORK/debootstrap.log)"; }
+  # the same Debian sources as the host (updates, security), when it names them
+  local sources
+  sources=$(host_sources)
+  if [[ $sources == *URIs:* ]]; then
+    rm -f "$root/etc/apt/sources.list"
+    printf '%s\n' "$sources" > "$root/etc/apt/sources.list.d/debian.sources"
+  elif [[ -n $sources ]]; then
+    printf '%s\n' "$sources" > "$root/etc/apt/sources.list"
+  fi
+  if [[ -n $ca && -f $ca ]]; then
+    # the host's CA bundle (a proxy's own CA among them): as the system bundle now, and
+    # where update-ca-certificates keeps it if the image installs ca-certificates later
+    say "base trusts the host's CA bundle $ca; pip uses the system bundle"
+    mkdir -p "$root/etc/ssl/certs" "$root/usr/local/share/ca-certificates"
+    cp "$ca" "$root/etc/ssl/certs/ca-certificates.crt"
+    cp "$ca" "$root/usr/local/share/ca-certificates/host-ca-bundle.crt"
+    printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' > "$root/etc/pip.conf"
+  fi
+  # nothing of this host's identity or caches in the base
+  rm -f "$root/etc/hostname" "$root/etc/resolv.conf"
+  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
+    "$root"/var/log/* "$root"/tmp/*
+  podman rmi -f "$BASE" >/dev/null 2>&1 || true
+  tar -C "$root" --numeric-owner -cf - . | podman import --quiet \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'CMD ["bash"]' \
+    --message "debootstrap --variant=minbase $SUITE $mirror" - "$BASE" >/dev/null
+  rm -rf "$root"
+  say "imported $BASE"
+}
+
+build() {
+  local rebuild_base=0 tag=
+  while (($#)); do
+    case $1 in
+      --rebuild-base) rebuild_base=1 ;;
+      --tag) tag=$2; shift ;;
+      *) die "build: unknown option $1" ;;
+    esac
+    shift
+  done
+  need_tools podman runc
+  write_conf
+  if ((rebuild_base)) || ! podman image exists "$BASE"; then
+    make_base
+  fi
+  local rev ctx
+  rev=$(revision)
+  [[ -z $(git status --porcelain --untracked-files=no) ]] \
+    || say "warning: uncommitted changes are not in the image (it is built from $rev)"
+  ctx=$WORK/context
+  rm -rf "$ctx"
+  git clone -q --no-checkout "$REPO" "$ctx"
+  git -C "$ctx" checkout -q --detach "$(git rev-parse HEAD)"
+  local args=(--pull=never --network host --layers -f "$ctx/Dockerfile"
+              -t "$IMAGE:$rev" -t "$IMAGE:latest" --label "org.opencontainers.image.revision=$(git rev-parse HEAD)")
+  [[ -n $tag ]] && args+=(-t "$tag")
+  local v
+  for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+    [[ -n ${!v:-} ]] && args+=(--build-arg "$v=${!v}")
+  done
+  say "building $IMAGE:$rev (from $BASE)"
+  podman build "${args[@]}" "$ctx"
+  rm -rf "$ctx"
+  # earlier revisions' images go: each can hold an environment of its own (3.3 GB)
+  podman images --format '{{.Repository}}:{{.Tag}}' "$IMAGE" | grep -v -e ":$rev\$" -e ':latest$' \
+    | xargs -r podman rmi >/dev/null || true
+  say "built $IMAGE:$rev and $IMAGE:latest, $(podman image inspect --format '{{.Size}}' "$IMAGE:$rev" | numfmt --to=si)B"
+}
+
+# A privileged container on the host's network stack (the emulated backend's namespaces,
+# BPF congestion controls and qdiscs live in the host kernel, as in a run on the host;
+# host-global sysctls are only read), sharing /run/lock so that its runs and the host's
+# take turns on the host lock, and the host's cgroups so that the keep-awake loops run in
+# the root cpu group (src/tcpeval/backends/emulated/awake.py). Removed on exit, even when
+# interrupted.
+run() {
+  need_tools podman runc
+  write_conf
+  local image=$IMAGE:$(revision)
+  podman image exists "$image" || image=$IMAGE:latest
+  podman image exists "$image" || die "no image $image: make image"
+  NAME=tcpeval-$$   # global: the trap runs after this function has returned
+  [[ ${1:-} == --name ]] && { NAME=$2; shift 2; }
+  (($#)) || set -- make test
+  trap 'podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true' EXIT INT TERM
+  local tty=() rt=()
+  [[ -t 0 && -t 1 ]] && tty=(-it)
+  # cgroup v1 with real-time group scheduling (this host): a new cgroup gets no real-time
+  # time, and the delay line's SCHED_FIFO fails (EPERM); podman's parent cgroup has none to
+  # give, so the container's cgroup hangs off the root with the root's budget
+  local rt_root=/sys/fs/cgroup/cpu/cpu.rt_runtime_us
+  [[ -f $rt_root ]] && rt=(--cgroup-parent=/ --cpu-rt-runtime="$(cat "$rt_root")")
+  podman run --rm "${tty[@]}" "${rt[@]}" --name "$NAME" --privileged --network host \
+    --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup -v /sys/kernel/btf:/sys/kernel/btf:ro \
+    -v /run/lock:/run/lock "$image" "$@"
+}
+
+cmd=${1:-build}
+(($#)) && shift
+case $cmd in
+  build) build "$@" ;;
+  run) run "$@" ;;
+  name) echo "$IMAGE:$(revision)" ;;
+  -h|--help|help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' ;;
+  --rebuild-base|--tag) build "$cmd" "$@" ;;
+  *) die "unknown command $cmd (build, run, name)" ;;
+esac
