@@ -130,14 +130,7 @@ class Sim:
         reset, the Recovery state, and (after recovery, tcp_end_cwnd_reduction) cwnd =
         ssthresh, the COMPLETE_CWR event, back in Open."""
         s = self.sk
-        prior = s.snd_cwnd
-        s.prior_ssthresh = max(s.snd_ssthresh, (prior >> 1) + (prior >> 2))
-        s.prior_cwnd = prior
-        s.snd_ssthresh = self.ops.ssthresh(self.p)
-        s.snd_cwnd_cnt = 0
-        if self.ops.set_state:
-            self.ops.set_state(self.p, RECOVERY)
-        s.icsk_ca_state = RECOVERY
+        prior = self._reduce(RECOVERY)
         s.snd_cwnd = s.snd_ssthresh
         if self.ops.cwnd_event:
             self.ops.cwnd_event(self.p, COMPLETE_CWR)
@@ -151,16 +144,23 @@ class Sim:
         the ssthresh hook, the Loss state, and a window of what is in flight plus one (1:
         everything outstanding is marked lost)."""
         s = self.sk
+        prior = self._reduce(LOSS)
+        s.snd_cwnd = 1
+        return prior, s.snd_ssthresh
+
+    def _reduce(self, state: int) -> int:
+        """The start of a reduction as the stack does it: prior_ssthresh, prior_cwnd, the
+        ssthresh hook, counter reset, set_state and the new state; returns prior_cwnd."""
+        s = self.sk
         prior = s.snd_cwnd
         s.prior_ssthresh = max(s.snd_ssthresh, (prior >> 1) + (prior >> 2))
         s.prior_cwnd = prior
         s.snd_ssthresh = self.ops.ssthresh(self.p)
-        if self.ops.set_state:
-            self.ops.set_state(self.p, LOSS)
-        s.icsk_ca_state = LOSS
-        s.snd_cwnd = 1
         s.snd_cwnd_cnt = 0
-        return prior, s.snd_ssthresh
+        if self.ops.set_state:
+            self.ops.set_state(self.p, state)
+        s.icsk_ca_state = state
+        return prior
 
     def undo(self):
         return self.ops.undo_cwnd(self.p)

@@ -262,7 +262,7 @@ def cmd_plan(args) -> int:
     print("  wall time of the network runs on N nodes (one run per node at a time; analysis not included):")
     print(f"  {'nodes':>7s} {'wall h':>9s} {'days':>7s}")
     for n in args.nodes:
-        h = planning.makespan_s(walls, n) / 3600 if walls else 0.0
+        h = planning.makespan_s(walls, n) / 3600
         print(f"  {n:7d} {h:9.2f} {h / 24:7.2f}")
     return 0
 

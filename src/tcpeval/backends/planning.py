@@ -71,7 +71,12 @@ def plan_run(cond, ceil: Ceiling) -> RunPlan:
         k = dilation.factor_for(cond, rate, ceil.rate_bps) if ceil.rate_bps else 1
     except dilation.DilationError as err:  # as the emulated backend would refuse it
         return RunPlan(None, cond.duration_s, 0.0, str(err))
-    return RunPlan(k, cond.duration_s, cond.duration_s * k + RUN_OVERHEAD_S)
+    return RunPlan(k, cond.duration_s, _wall_s(cond, k))
+
+
+def _wall_s(cond, k: int) -> float:
+    """Physical wall time of a run dilated k times: its traffic x k plus set-up."""
+    return cond.duration_s * k + RUN_OVERHEAD_S
 
 
 def makespan_s(walls: list[float], nodes: int) -> float:
@@ -98,8 +103,7 @@ def time_limit_min(cond, ceil: Ceiling) -> int:
     plan = plan_run(cond, ceil)
     if plan.factor is None:
         return TIME_LIMIT_MIN_MIN
-    k = plan.factor
-    if ceil.rate_bps is None and dilation.parse(getattr(cond, "dilation", 1)) == dilation.AUTO:
-        k = dilation.MAX_FACTOR
-    wall = cond.duration_s * k + RUN_OVERHEAD_S
+    wall = plan.wall_s
+    if ceil.rate_bps is None and dilation.parse(cond.dilation) == dilation.AUTO:
+        wall = _wall_s(cond, dilation.MAX_FACTOR)
     return max(TIME_LIMIT_MIN_MIN, math.ceil(wall * TIME_LIMIT_MARGIN / 60))
