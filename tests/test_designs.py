@@ -41,7 +41,7 @@ def test_every_run_of_every_design_round_trips_path_to_condition_to_path(path):
         index = paths.make_index(runs)
         for run, d in zip(runs, dirs):
             assert d.startswith(f"data/raw/emulated/{design['name']}/{campaign}/")
-            assert paths.resolve(d + "/trace.json", design, index=index) == run
+            assert spec.resolve_path(d + "/trace.json", design, index=index) == run
             assert paths.run_dir_from_parts(paths.parse(d)) == d
 
 
@@ -92,7 +92,7 @@ def test_two_designs_with_the_same_campaign_name_never_share_a_path(tmp_path):
 def test_a_path_of_another_design_is_refused_by_name(tmp_path):
     design = _design(tmp_path, BASE + "      - {variant: reno}\n")
     with pytest.raises(spec.SpecError, match="run of design 'other'"):
-        paths.resolve("data/raw/emulated/other/short/c/reno/rtt10/drop0/rep1", design)
+        spec.resolve_path("data/raw/emulated/other/short/c/reno/rtt10/drop0/rep1", design)
 
 
 @pytest.mark.parametrize("written", ["1e9", "1.0e9", "10G", "9.5gbit", "100Mbps", "1000000000"])

@@ -21,7 +21,7 @@ def test_paper_runs_are_fifteen_minutes_with_five_repetitions(design):
 
 def test_responsiveness_grid_is_variant_by_rtt_by_drop(design):
     runs = [r for r in spec.expand(design, "paper") if r.criterion == "responsiveness" and r.rep == 1]
-    assert {r.variants for r in runs} == {(v,) for v in spec.PAPER_VARIANTS}
+    assert {r.variants for r in runs} == {(v,) for v in spec.load_design()["variants"]}
     assert sorted({r.rtt_ms for r in runs}) == [0.2, 6.2, 12.2, 24.2]
     assert sorted({r.drop for r in runs}) == [0, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2]
 
@@ -36,7 +36,7 @@ def test_convergence_has_eleven_pairings_with_a_late_second_flow(design):
 
 def test_compatibility_pairs_each_high_speed_variant_with_reno(design):
     runs = [r for r in spec.expand(design, "paper") if r.criterion == "compatibility"]
-    assert {r.variants for r in runs} == {(v, "reno") for v in spec.PAPER_VARIANTS if v != "reno"}
+    assert {r.variants for r in runs} == {(v, "reno") for v in spec.load_design()["variants"] if v != "reno"}
 
 
 def test_smoke_is_a_small_slice_of_every_criterion(design):
@@ -209,7 +209,7 @@ def test_validation_campaign_runs_reno_port_and_native_long_enough_for_100_loss_
     # the two criteria keep their runs apart, and every path reads back to its condition
     assert len({paths.run_dir(r) for r in runs}) == len(runs)
     for r in runs:
-        assert spec.Condition.from_dict(paths.resolve(paths.run_dir(r), design=design).to_dict()) == r
+        assert spec.Condition.from_dict(spec.resolve_path(paths.run_dir(r), design=design).to_dict()) == r
 
 
 def test_a_criterion_naming_an_unknown_campaign_or_a_loss_rule_at_p_zero_is_refused():

@@ -5,6 +5,8 @@ import argparse
 import importlib
 import sys
 
+from tcpeval.errors import UserError
+
 # Modules that define `add_parsers(subparsers)`; each sets `func` on its parsers.
 COMMAND_MODULES = [
     "tcpeval.spec_cli",
@@ -14,10 +16,6 @@ COMMAND_MODULES = [
     "tcpeval.cc.cli",
     "tcpeval.backends.cli",
 ]
-
-
-class UserError(Exception):
-    """An error caused by the user's input: printed without a traceback, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:

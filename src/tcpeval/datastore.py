@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tcpeval.cli import UserError
+from tcpeval.errors import UserError
 
 
 def _dvc() -> str:

@@ -21,12 +21,12 @@ condition has exactly one path and a reviewer can type it.
 """
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path, PurePosixPath
 
 from tcpeval import quantity
-from tcpeval.spec import BACKENDS, Condition, SpecError, expand
+from tcpeval.condition import BACKENDS, Condition
+from tcpeval.errors import SpecError
 
 DEFAULT_RAW_DIR = "data/raw"
 TRACE_NAME = "trace.json"
@@ -166,39 +166,6 @@ def split_run_id(run_id: str) -> tuple[str, str]:
     scope = "/".join(x for x in (parts["backend"], parts["design"], parts["campaign"]) if x)
     rest = run_id.removeprefix("./")[len(scope) + 1:]
     return scope, rest
-
-
-def resolve(path: str | Path, design: dict, raw_dir: str = DEFAULT_RAW_DIR,
-            index: dict[str, Condition] | None = None) -> Condition:
-    """The condition a run path names in a design, or an error showing the nearest valid path.
-
-    ``index``: `index(runs)` of the campaign, when the caller resolves many paths of one campaign."""
-    parts = parse(path, raw_dir)
-    if parts["backend"] not in BACKENDS:
-        raise SpecError(f"{path!s}: unknown backend {parts['backend']!r}; allowed values: {', '.join(BACKENDS)}")
-    from tcpeval.spec import design_label
-
-    label = design_label(design)
-    if parts["design"] != label:
-        have = f"design {parts['design']!r}" if parts["design"] else "the paper's design (no design segment)"
-        want = f"design {label!r} (segment after the backend)" if label else "the paper's design (no design segment)"
-        raise SpecError(f"{path!s} is a run of {have}; the design given is {want}")
-    try:
-        if index is None:
-            index = make_index(expand(design, parts["campaign"], parts["backend"]), raw_dir)
-    except SpecError as err:
-        raise SpecError(f"{path!s}: {err}") from None
-    wanted = run_dir_from_parts(parts, raw_dir)
-    given = str(PurePosixPath(str(path)))
-    given = given[: -len(TRACE_NAME) - 1] if given.endswith("/" + TRACE_NAME) else given
-    if not given.endswith(wanted[len(str(PurePosixPath(raw_dir))):]):
-        raise SpecError(f"{path!s} is not in canonical form; the run is {wanted}/{TRACE_NAME}")
-    if wanted in index:
-        return index[wanted]
-    near = difflib.get_close_matches(wanted, list(index), n=1, cutoff=0.0)
-    hint = f"\nnearest valid path: {near[0]}/{TRACE_NAME}" if near else ""
-    raise SpecError(f"{path!s} names no run of campaign {parts['campaign']!r}.\n"
-                    f"grammar: {GRAMMAR}{hint}")
 
 
 def make_index(runs: list[Condition], raw_dir: str = DEFAULT_RAW_DIR) -> dict[str, Condition]:

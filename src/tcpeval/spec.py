@@ -11,40 +11,28 @@ import itertools
 import re
 import string
 import zlib
-from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
 import jsonschema
 import yaml
 
 from tcpeval import dilation as dilation_mod
-from tcpeval import quantity
+from tcpeval import mathis, paths, quantity
+from tcpeval.condition import BACKENDS, IMPLS, UDP, VARIANT_NAME, Condition, Flow
+from tcpeval.errors import SpecError
+from tcpeval.provenance import REPO_ROOT
 
-# The six algorithms of the paper (tcpeval.cc builds a Linux-3.16 port of each, and of
-# the rest of 3.16's modules: tcpeval.cc.VARIANTS).
-PAPER_VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic")
-BACKENDS = ("emulated", "testbed")
-# port: the project's 3.16 port; native: the host kernel's algorithm of that name; bpf: a
-# user's own BPF struct_ops object (`object: path/to/x.bpf.o`).
-IMPLS = ("port", "native", "bpf")
 # Grid keys that set the condition rather than fill a flow template.
 CONDITION_KEYS = ("rtt_ms", "drop", "rate_bps", "buffer_bytes")
 # Flow-template fields that take a number (or a "{grid-key}" placeholder for one).
 FLOW_NUMBERS = ("start_s", "start_fraction", "stop_s", "stop_fraction", "rate_bps", "count")
-VARIANT_NAME = r"^[a-z][a-z0-9_]*$"
-UDP = "udp"  # the variant name of a UDP cross-traffic flow
 RUN_SETTINGS = ("duration_s", "interval_s", "repetitions", "rate_bps", "buffer_bytes",
                 "background_loss", "hz", "impl", "dilation")
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DESIGN = REPO_ROOT / "config" / "design.yaml"
 DESIGN_SCHEMA = REPO_ROOT / "workflow" / "schemas" / "design.schema.yaml"
-
-
-class SpecError(ValueError):
-    """The design, a campaign or a requested run is invalid; the message names the field."""
 
 
 def _dilation_setting(value) -> str | int:
@@ -52,93 +40,6 @@ def _dilation_setting(value) -> str | int:
         return dilation_mod.parse(value)
     except dilation_mod.DilationError as err:
         raise SpecError(str(err)) from None
-
-
-@dataclass(frozen=True)
-class Flow:
-    variant: str
-    impl: str = "port"
-    start_s: float = 0.0
-    protocol: str = "tcp"
-    rate_bps: float | None = None
-    stop_s: float | None = None   # None: runs to the end of the run
-    object: str | None = None     # impl "bpf": the struct_ops object (.bpf.o)
-
-    def to_dict(self) -> dict:
-        out = {"variant": self.variant, "impl": self.impl, "start_s": self.start_s,
-               "protocol": self.protocol}
-        for key in ("rate_bps", "stop_s", "object"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
-        return out
-
-    def end_s(self, duration_s: float) -> float:
-        return duration_s if self.stop_s is None else self.stop_s
-
-    @property
-    def label(self) -> str:
-        """The flow in a run path: its variant, and its implementation where that is not
-        the 3.16 port ('bbr-native', 'mycc-bpf'); a UDP flow is 'udp'."""
-        if self.protocol == "udp":
-            return UDP
-        return self.variant if self.impl == "port" else f"{self.variant}-{self.impl}"
-
-
-@dataclass(frozen=True)
-class Condition:
-    """Everything that defines one run. Two runs with equal conditions are repetitions
-    only if their `rep` differs; the path (tcpeval.paths) names a condition completely."""
-
-    backend: str
-    campaign: str
-    criterion: str
-    flows: tuple[Flow, ...]
-    rtt_ms: float
-    drop: float
-    rep: int
-    duration_s: float
-    interval_s: float = 0.1
-    rate_bps: float | None = None
-    buffer_bytes: int | None = None
-    background_loss: float = 0.0
-    hz: int = 250
-    seed: int = 0
-    # 'auto' or a time-dilation factor k (tcpeval.dilation): how the emulated backend
-    # realises the condition, not part of it; runs with different settings share a path
-    dilation: str | int = field(default="auto", compare=False)
-    stack: dict = field(default_factory=dict, compare=False, hash=False)
-    # The design the run belongs to (its `name`); None for the paper's design, whose paths
-    # carry no design segment (tcpeval.paths).
-    design: str | None = None
-    # Grid keys that vary within the criterion, other than rtt_ms and drop, with this
-    # run's values, in grid order: each names a path segment (tcpeval.paths).
-    factors: tuple[tuple[str, float], ...] = ()
-
-    @property
-    def variants(self) -> tuple[str, ...]:
-        return tuple(f.variant for f in self.flows)
-
-    @property
-    def flow_labels(self) -> tuple[str, ...]:
-        return tuple(f.label for f in self.flows)
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["flows"] = [f.to_dict() for f in self.flows]
-        if self.design is None:
-            del out["design"]
-        if self.factors:
-            out["factors"] = dict(self.factors)
-        else:
-            del out["factors"]
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Condition":
-        data = dict(data)
-        data["flows"] = tuple(Flow(**f) for f in data["flows"])
-        data["factors"] = tuple((k, v) for k, v in (data.get("factors") or {}).items())
-        return cls(**data)
 
 
 # ---------------------------------------------------------------------------- loading
@@ -414,8 +315,6 @@ def point_duration(crit: dict, settings: dict, rtt_ms: float, drop: float) -> fl
     rule = crit.get("duration_for_loss_events")
     if not rule:
         return float(settings["duration_s"])
-    from tcpeval import mathis
-
     return mathis.duration_for_loss_events(rule["events"], rtt_ms, drop, rule["link_bps"],
                                            min_s=rule.get("min_s", 0.0))
 
@@ -505,8 +404,6 @@ def _flows_of(crit: dict, name: str, point: dict, settings: dict, duration: floa
 def expand(design: dict, campaign: str, backend: str = "emulated",
            criteria: Iterable[str] | None = None) -> list[Condition]:
     """All runs of a campaign, in design order, each once."""
-    from tcpeval import paths  # local: paths depends on this module's types
-
     if backend not in BACKENDS:
         raise SpecError(f"backend: unknown backend {backend!r}; allowed values: {', '.join(BACKENDS)}")
     camp = _campaign(design, campaign)
@@ -557,6 +454,37 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                 seen[path] = identity
                 runs.append(cond)
     return runs
+
+
+def resolve_path(path: str | Path, design: dict, raw_dir: str = paths.DEFAULT_RAW_DIR,
+                 index: dict[str, Condition] | None = None) -> Condition:
+    """The condition a run path names in a design, or an error showing the nearest valid path.
+
+    ``index``: `paths.make_index(runs)` of the campaign, when the caller resolves many paths of one campaign."""
+    parts = paths.parse(path, raw_dir)
+    if parts["backend"] not in BACKENDS:
+        raise SpecError(f"{path!s}: unknown backend {parts['backend']!r}; allowed values: {', '.join(BACKENDS)}")
+    label = design_label(design)
+    if parts["design"] != label:
+        have = f"design {parts['design']!r}" if parts["design"] else "the paper's design (no design segment)"
+        want = f"design {label!r} (segment after the backend)" if label else "the paper's design (no design segment)"
+        raise SpecError(f"{path!s} is a run of {have}; the design given is {want}")
+    try:
+        if index is None:
+            index = paths.make_index(expand(design, parts["campaign"], parts["backend"]), raw_dir)
+    except SpecError as err:
+        raise SpecError(f"{path!s}: {err}") from None
+    wanted = paths.run_dir_from_parts(parts, raw_dir)
+    given = str(PurePosixPath(str(path)))
+    given = given[: -len(paths.TRACE_NAME) - 1] if given.endswith("/" + paths.TRACE_NAME) else given
+    if not given.endswith(wanted[len(str(PurePosixPath(raw_dir))):]):
+        raise SpecError(f"{path!s} is not in canonical form; the run is {wanted}/{paths.TRACE_NAME}")
+    if wanted in index:
+        return index[wanted]
+    near = difflib.get_close_matches(wanted, list(index), n=1, cutoff=0.0)
+    hint = f"\nnearest valid path: {near[0]}/{paths.TRACE_NAME}" if near else ""
+    raise SpecError(f"{path!s} names no run of campaign {parts['campaign']!r}.\n"
+                    f"grammar: {paths.GRAMMAR}{hint}")
 
 
 def counts_by_criterion(runs: Iterable[Condition]) -> dict[str, int]:

@@ -5,7 +5,7 @@ import json
 import sys
 
 from tcpeval import paths, spec
-from tcpeval.cli import UserError
+from tcpeval.errors import UserError
 
 
 def _load(args):
@@ -62,7 +62,7 @@ def cmd_runs(args) -> int:
 def cmd_resolve(args) -> int:
     design = _load(args)
     try:
-        cond = paths.resolve(args.path, design, args.raw_dir)
+        cond = spec.resolve_path(args.path, design, args.raw_dir)
     except spec.SpecError as err:
         raise UserError(str(err)) from None
     json.dump(cond.to_dict(), sys.stdout, indent=1)

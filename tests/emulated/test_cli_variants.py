@@ -16,7 +16,7 @@ pytestmark = pytest.mark.root
 TCPEVAL = str(Path(sys.executable).with_name("tcpeval"))
 
 
-@pytest.mark.parametrize("variant", spec.PAPER_VARIANTS)
+@pytest.mark.parametrize("variant", spec.load_design()["variants"])
 def test_each_variant_runs_from_the_command_line_with_verdict_ok(variant, tmp_path):
     out = tmp_path / variant
     maps_before = cc.struct_ops_map_ids(f"{variant}316")

@@ -7,7 +7,8 @@ import pytest
 
 from tcpeval.analysis import tables
 from tcpeval.report import figures
-from tcpeval.report.latex import fmt_drop, fmt_rtt
+from tcpeval.paths import format_rtt
+from tcpeval.report.latex import fmt_drop
 
 
 def _load(results, design, **kw):
@@ -78,7 +79,7 @@ def test_utilisation_bars_are_the_sum_of_both_flows_per_rtt(smoke_results, desig
     ds = _load(smoke_results, design)
     figures.draw("utilisation", ds, tmp_path)
     for ax, criterion in zip(drawn[-1].axes, ("fairness", "compatibility")):
-        want = {(fmt_rtt(r), tables.label(v)): u
+        want = {(format_rtt(r), tables.label(v)): u
                 for (r, v), u in _means(ds, criterion, ["rtt_ms", "variant"], "utilisation_bps").items()}
         rtts = [t.get_text().removesuffix(" ms") for t in ax.get_xticklabels()]
         hues = [tables.label(v) for v in figures._order(ds.expected_in(criterion)["variant"])]
@@ -95,8 +96,8 @@ def test_convergence_bars_and_points_are_time_and_spread_per_pairing(smoke_resul
     times = converged.groupby(["variant", "second", "rtt_ms"])["conv_time_s"].mean()
     pairings = [t.get_text() for t in ax.get_xticklabels()]
     rtts = sorted(ds.expected_in("convergence")["rtt_ms"].unique())
-    want = {(tables.pairing_label(v, s), f"{fmt_rtt(r)} ms"): t for (v, s, r), t in times.items()}
-    _close(_bars(ax, pairings, [f"{fmt_rtt(r)} ms" for r in rtts]), want)
+    want = {(tables.pairing_label(v, s), f"{format_rtt(r)} ms"): t for (v, s, r), t in times.items()}
+    _close(_bars(ax, pairings, [f"{format_rtt(r)} ms" for r in rtts]), want)
     spreads = sorted(converged.groupby(["variant", "second", "rtt_ms"])["spread_bps"].mean() / 1e9)
     points = sorted(float(line.get_ydata()[0]) for line in ax2.lines)
     assert points == pytest.approx(spreads, rel=1e-9) and points

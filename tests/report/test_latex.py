@@ -7,6 +7,7 @@ import pytest
 
 from tcpeval.analysis import tables
 from tcpeval.cli import main
+from tcpeval import paths
 from tcpeval.report import latex, macros
 from tcpeval import spec
 from tcpeval.spec import REPO_ROOT as REPO
@@ -27,7 +28,7 @@ def test_every_macro_the_manuscript_uses_is_defined(smoke_results, design):
     assert keyed <= set(m.keyed), keyed - set(m.keyed)
     # values come from the data: cell of a present run
     one = ds.criterion("responsiveness").iloc[0]
-    key = f"resp/{one['variant']}/{latex.fmt_rtt(one['rtt_ms'])}/{latex.drop_key(one['drop'])}/mean"
+    key = f"resp/{one['variant']}/{paths.format_rtt(one['rtt_ms'])}/{paths.format_drop(one['drop'])}/mean"
     assert m.keyed[key] == f"{one['mean_bps'] / 1e9:.2f}"
     assert m.named["tevCampaign"] == "smoke" and m.named["tevAnalysisRevision"] == "abc123"
     assert m.named["tevDropMechanism"] == "synthetic" and "synthetic" in m.named["tevDataWarning"]
@@ -104,7 +105,7 @@ def test_table2_cells_are_the_designs_levels_and_run_counts(smoke_results, desig
         cells = rows[name]
         conds = [c for c in paper_runs if c.criterion == criterion]
         assert cells[3:] == [str(len(conds)), str(smoke[criterion]), str(used[criterion])], criterion
-        rtts = ", ".join(latex.fmt_rtt(r) for r in sorted({c.rtt_ms for c in conds}))
+        rtts = ", ".join(paths.format_rtt(r) for r in sorted({c.rtt_ms for c in conds}))
         drops = ", ".join(latex.fmt_drop(d) for d in sorted({c.drop for c in conds}))
         assert f"RTT [ms]: {rtts}" in cells[2] and f"drop: {drops}" in cells[2], cells[2]
     assert rows["$\\Sigma$"][3:] == ["1,280", str(sum(smoke.values())), str(sum(used.values()))]

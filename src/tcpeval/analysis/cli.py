@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tcpeval.cli import UserError
+from tcpeval.errors import UserError
 
 
 def per_run_dir(results_dir: str, run_id: str) -> str:

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from tcpeval import dilation, paths
-from tcpeval.spec import Condition
 from tcpeval import trace as trace_mod
+from tcpeval.condition import Condition
 from tcpeval.analysis import metrics as M
 
 try:  # orjson parses the large sample arrays several times faster; json is the fallback
@@ -41,9 +41,6 @@ class BadTrace(trace_mod.TraceError):
 
 def run_id_of(condition: dict) -> str:
     """The run's identity: its path below the raw directory (path grammar, tcpeval.paths)."""
-    from tcpeval import paths
-    from tcpeval.spec import Condition
-
     return paths.run_dir(Condition.from_dict(condition), raw_dir=".")
 
 

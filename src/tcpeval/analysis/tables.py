@@ -14,8 +14,6 @@ import pandas as pd
 from tcpeval import paths, spec
 from tcpeval.analysis import tidy
 
-# Sec. V: the drop rate each efficiency panel (Figs. 4b-7b) shows, per RTT (ms).
-PREFERRED_EFFICIENCY_DROP = {0.2: 1e-3, 6.2: 1e-5, 12.2: 1e-6, 24.2: 1e-6}
 VARIANT_LABELS = {"reno": "Reno", "scalable": "Scalable", "highspeed": "HS-TCP",
                   "htcp": "H-TCP", "bic": "BIC", "cubic": "CUBIC"}
 CRITERION_LABELS = {"responsiveness": "Responsiveness", "efficiency": "Efficiency",
@@ -55,13 +53,11 @@ class Dataset:
     missing: pd.DataFrame = field(default_factory=pd.DataFrame)  # expected, no usable trace
     extra: int = 0                      # traces outside the campaign's matrix (ignored)
     results: Path | None = None
+    # the design's efficiency_panel_drop of responsiveness: RTT (ms) -> the panel's drop rate
+    efficiency_panel_drop: dict = field(default_factory=dict)
 
     def criterion(self, name: str) -> pd.DataFrame:
         return self.runs[self.runs["criterion"] == name]
-
-    def missing_in(self, criterion: str) -> pd.DataFrame:
-        m = self.missing
-        return m[m["criterion"] == criterion] if len(m) else m
 
     @property
     def absent(self) -> pd.DataFrame:
@@ -97,6 +93,11 @@ class Dataset:
     _flagged_df: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
+def _efficiency_panel_drop(design: dict) -> dict[float, float]:
+    crit = design["criteria"].get("responsiveness", {})
+    return {round(float(rtt), 3): float(p) for rtt, p in crit.get("efficiency_panel_drop", {}).items()}
+
+
 def load(results: str | Path, design: dict, campaign: str, backend: str, *,
          include_flagged: bool = False) -> Dataset:
     """Runs of one campaign, split into used / flagged / bad, and what is missing."""
@@ -119,7 +120,7 @@ def load(results: str | Path, design: dict, campaign: str, backend: str, *,
                  n_flagged_excluded=0 if include_flagged else len(flagged),
                  n_flagged_included=len(flagged) if include_flagged else 0,
                  bad=bad[["run", "error"]].to_dict("records"), missing=missing, extra=extra,
-                 results=results)
+                 results=results, efficiency_panel_drop=_efficiency_panel_drop(design))
     ds._flagged_df = flagged
     return ds
 
@@ -185,9 +186,10 @@ def efficiency_samples(ds: Dataset, runs: list[str]) -> pd.DataFrame:
 
 
 def efficiency_drop(ds: Dataset, rtt_ms: float, expected_drops: list[float] | None = None) -> tuple[float | None, bool]:
-    """The drop rate the efficiency panel at ``rtt_ms`` shows: the paper's, else the
-    present drop closest to it in log scale (ties: the larger). Returns (drop, is_preferred)."""
-    preferred = PREFERRED_EFFICIENCY_DROP.get(round(rtt_ms, 3))
+    """The drop rate the efficiency panel at ``rtt_ms`` shows: the design's (the paper's
+    choice), else the present drop closest to it in log scale (ties: the larger). Returns
+    (drop, is_preferred)."""
+    preferred = ds.efficiency_panel_drop.get(round(rtt_ms, 3))
     df = ds.criterion("responsiveness")
     present = sorted(df.loc[np.isclose(df["rtt_ms"], rtt_ms), "drop"].unique())
     if not present:

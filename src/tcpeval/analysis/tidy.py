@@ -24,7 +24,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tcpeval import paths
 from tcpeval.analysis import extract
+from tcpeval.analysis.extract import BadTrace
+from tcpeval.errors import SpecError
 from tcpeval.analysis import metrics as M
 
 RUN_FILE, FLOWS_FILE, SAMPLES_FILE = "run.parquet", "flows.parquet", "samples.parquet"
@@ -116,9 +119,6 @@ def run_tables(trace_path: str | Path, *, lam: float = M.DEFAULT_LAMBDA, eps: fl
 
 def _run_from_path(trace_path) -> str:
     # Best effort identity of a bad run: the path grammar, else the path itself.
-    from tcpeval import paths
-    from tcpeval.spec import SpecError
-
     p = Path(trace_path)
     text = str(p.parent if p.name == extract.trace_mod.TRACE_FILE else p)
     parts = text.split("/")
@@ -145,7 +145,6 @@ def gather(run_dirs: Iterable[str | Path], out_dir: str | Path, *, skip_bad: boo
     """Concatenate per-run outputs into the campaign tables. Bad runs (status 'bad', made
     with --skip-bad) stop the gather unless ``skip_bad``; then they are listed in
     OUT/skipped_runs.json and kept as rows with status 'bad' (figures count them)."""
-    from tcpeval.analysis.extract import BadTrace
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-from tcpeval.cli import UserError
+from tcpeval.errors import UserError
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 
@@ -47,14 +47,14 @@ def _floats(text: str, what: str) -> list[float]:
 
 
 def _condition(args):
-    from tcpeval import paths, spec
+    from tcpeval import spec
 
     if args.target:
         if args.variant or args.flows:
             raise UserError("give either a run path or --variant/--flows, not both")
         try:
             design = spec.load_design(args.design)
-            condition = paths.resolve(args.target, design, args.raw_dir)
+            condition = spec.resolve_path(args.target, design, args.raw_dir)
         except spec.SpecError as err:
             raise UserError(str(err)) from None
         target = Path(args.target)

@@ -3,12 +3,12 @@ log, and iperf3's JSON turned into the trace's columnar samples."""
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+from tcpeval.provenance import REPO_ROOT, git_revision  # noqa: F401 (re-exported for the backends)
+
 IPERF3_PORT = 5201
 
 # The paper's host settings (Sec. IV), applied on the endpoints (namespaces or hosts).
@@ -52,19 +52,6 @@ RECORDED_SYSCTLS = sorted(set(PAPER_SYSCTLS) | set(STACK_316) | {
 
 def now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
-
-
-def git_revision() -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0:
-        return None
-    dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
-    return out.stdout.strip() + ("-dirty" if dirty else "")
 
 
 def tcpeval_version() -> str:

@@ -6,12 +6,13 @@ import os
 import subprocess
 from pathlib import Path
 
+from tcpeval.provenance import REPO_ROOT
+
 VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic", "hybla", "illinois", "lp", "vegas",
             "veno", "westwood", "yeah")
 IMPLS = ("port", "native")
 SUFFIX = "316"
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 CC_DIR = REPO_ROOT / "cc"
 SHIM = CC_DIR / "include" / "cc316.h"
 

@@ -35,12 +35,6 @@ class CCHandle:
     guard_map_id: int | None = None  # the object's .bss map (cc316_guard_stats), see guard_stats
     dilation: int = 1             # time-dilation factor of the port's clocks (cc316.h)
 
-    def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in
-                ("variant", "impl", "kernel_name", "object_sha256", "source_sha256", "hz",
-                 "dilation")}
-
-
 class _Registration:
     def __init__(self, handle: CCHandle, proc: subprocess.Popen | None, use_fd: int):
         self.handle = handle

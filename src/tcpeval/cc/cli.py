@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+from tcpeval.errors import UserError
+
 from . import (CCError, VARIANTS, available_algorithms, build, build_modules, host_status,
                kernel_headers, kernel_name, parameters)
 from ._build import bpf_object, _out
@@ -10,7 +12,6 @@ from ._common import SUFFIX
 
 
 def _user_error(err: Exception):
-    from tcpeval.cli import UserError
     return UserError(str(err))
 
 

@@ -19,7 +19,6 @@ as ``{gbps: x, of_link_gbps: y}`` (the paper's absolute numbers, scaled to our l
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -258,7 +257,3 @@ def by_campaign(columns: dict[str, list[Verdict]], absent: list[str]) -> str:
 
 def counts(verdicts: list[Verdict]) -> dict[str, int]:
     return {k: sum(v.verdict == k for v in verdicts) for k in (HOLDS, FAILS, NODATA)}
-
-
-def is_finite(x) -> bool:
-    return x is not None and isinstance(x, float) and math.isfinite(x)

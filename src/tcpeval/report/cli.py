@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tcpeval.cli import UserError
+from tcpeval.errors import UserError
 
 FIGURE_NAMES = ("responsiveness", "utilisation", "convergence", "flows")
 

@@ -18,7 +18,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from tcpeval.analysis import tables as T  # noqa: E402
-from tcpeval.report.latex import escape, fmt_drop, fmt_rtt  # noqa: E402
+from tcpeval.paths import format_rtt  # noqa: E402
+from tcpeval.report.latex import escape, fmt_drop  # noqa: E402
 
 GBPS = 1e9
 NA_COLOR = "0.55"
@@ -126,7 +127,7 @@ def responsiveness(ds: T.Dataset, rtt_ms: float, prefix: Path) -> dict:
                bbox_to_anchor=(0.5, -0.02))
 
     eff_drop, preferred = T.efficiency_drop(ds, rtt_ms, drops)
-    paper_drop = T.PREFERRED_EFFICIENCY_DROP.get(round(rtt_ms, 3))
+    paper_drop = ds.efficiency_panel_drop.get(round(rtt_ms, 3))
     data = pd.DataFrame()
     if eff_drop is not None:
         runs = ds.criterion("responsiveness")
@@ -161,11 +162,11 @@ def responsiveness(ds: T.Dataset, rtt_ms: float, prefix: Path) -> dict:
         want = fmt_drop(paper_drop) if paper_drop is not None else "none"
         choice = (f"panel (b) shows drop rate {fmt_drop(eff_drop)} because the original study's "
                   f"{want} is not in the data")
-    caption = (f"Responsiveness and efficiency at {fmt_rtt(rtt_ms)}\\,ms RTT. (a) Mean throughput per run, "
+    caption = (f"Responsiveness and efficiency at {format_rtt(rtt_ms)}\\,ms RTT. (a) Mean throughput per run, "
                "averaged over repetitions (bars: min to max); dotted: link rate. (b) Per-interval "
                "throughput of all repetitions (box: quartiles, whiskers 1.5 IQR, outliers not drawn); "
                f"{choice}. {_note_sentence(ds, ['responsiveness'])}")
-    tex = _write_tex(prefix, caption, f"fig:rtt{fmt_rtt(rtt_ms)}")
+    tex = _write_tex(prefix, caption, f"fig:rtt{format_rtt(rtt_ms)}")
     return {"files": files + [tex], "efficiency_drop": eff_drop, "preferred": preferred,
             "missing_cells": n_missing_cells}
 
@@ -233,7 +234,7 @@ def utilisation(ds: T.Dataset, prefix: Path) -> dict:
             return f"J={c['jain']:.2f}" if c is not None and np.isfinite(c["jain"]) else None
 
         missing += _bars(ax, rtts, hues, val, pal_l, annotate=ann, top=top)
-        ax.set_xticklabels([f"{fmt_rtt(r)} ms" for r in rtts])
+        ax.set_xticklabels([f"{format_rtt(r)} ms" for r in rtts])
         if not rtts:
             ax.text(0.5, 0.5, "not in this campaign", transform=ax.transAxes, ha="center", color=NA_COLOR)
         if link == link:
@@ -266,7 +267,7 @@ def convergence(ds: T.Dataset, prefix: Path) -> dict:
              .sort_values(["o", "second"]).drop(columns="o"))
     groups = [(r.variant, r.second) for r in pairs.itertuples()]
     rtts = sorted(exp["rtt_ms"].unique())
-    rtt_labels = [f"{fmt_rtt(r)} ms" for r in rtts]
+    rtt_labels = [f"{format_rtt(r)} ms" for r in rtts]
     colours = dict(zip(rtt_labels, sns.color_palette("crest", n_colors=max(len(rtts), 1))))
     fig, ax = plt.subplots(figsize=(FIG_WIDTH, 2.8))
     ax2 = ax.twinx()
@@ -352,7 +353,7 @@ def flows(ds: T.Dataset, prefix: Path) -> dict:
 
         missing += _bars(ax, groups, hues, val, {hues[0]: c1, hues[1]: c2}, annotate=ann, top=top)
         ax.set_ylim(0, top)
-        ax.set_ylabel(f"{fmt_rtt(r)} ms\n[Gbit/s]")
+        ax.set_ylabel(f"{format_rtt(r)} ms\n[Gbit/s]")
     if axes[0, 0].get_legend_handles_labels()[0]:
         axes[0, 0].legend(loc="upper right", ncol=2, frameon=True)
     axes[-1, 0].set_xticks(range(len(groups)), [T.pairing_label(*g) for g in groups], rotation=30, ha="right")
@@ -373,7 +374,7 @@ def draw(name: str, ds: T.Dataset, out_dir: Path, rtt_ms: float | None = None) -
     if name == "responsiveness":
         if rtt_ms is None:
             raise ValueError("figure responsiveness needs an RTT")
-        return responsiveness(ds, rtt_ms, out_dir / f"responsiveness-rtt{fmt_rtt(rtt_ms)}")
+        return responsiveness(ds, rtt_ms, out_dir / f"responsiveness-rtt{format_rtt(rtt_ms)}")
     fn = {"utilisation": utilisation, "convergence": convergence, "flows": flows}.get(name)
     if fn is None:
         raise ValueError(f"unknown figure {name!r}; allowed values: {', '.join(FIGURES)}")

@@ -12,6 +12,8 @@ import math
 import re
 from pathlib import Path
 
+from tcpeval import paths
+
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
@@ -29,11 +31,6 @@ def escape(text) -> str:
     return "".join(_SPECIAL.get(ch, ch) for ch in str(text))
 
 
-def fmt_rtt(rtt_ms: float) -> str:
-    v = float(rtt_ms)
-    return str(int(v)) if v.is_integer() else repr(v)
-
-
 def fmt_drop(p: float | None, tex: bool = True) -> str:
     """0, 1e-4 (plain) or $10^{-4}$, $2.5\\times10^{-5}$ (LaTeX)."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
@@ -46,13 +43,6 @@ def fmt_drop(p: float | None, tex: bool = True) -> str:
     if not tex:
         return f"{mant}e{e}" if mant != "1" else f"1e{e}"
     return f"$10^{{{e}}}$" if mant == "1" else f"${mant}\\times10^{{{e}}}$"
-
-
-def drop_key(p: float) -> str:
-    """The drop rate as it appears in macro keys: the path grammar's form (1e-05, 0)."""
-    from tcpeval.paths import format_drop
-
-    return format_drop(p)
 
 
 def num(x, digits: int = 2) -> str:
@@ -188,7 +178,7 @@ def table2(paper_t2, campaign_t2, campaign: str, used: dict[str, int],
         parts = [f"variants: {_levels(row.variants, lambda v: variant_labels.get(v, v))}"]
         if len(row.second):
             parts.append(f"second flow: {_levels(row.second, lambda v: variant_labels.get(v, v))}")
-        parts.append(f"RTT [ms]: {_levels(row.rtt_ms, fmt_rtt)}")
+        parts.append(f"RTT [ms]: {_levels(row.rtt_ms, paths.format_rtt)}")
         parts.append(f"drop: {_levels(row.drop, fmt_drop)}")
         parts.append(f"{row.repetitions}$\\times${num(row.duration_s / 60, 0)}\\,min")
         name = criterion_labels.get(row.criterion, row.criterion)

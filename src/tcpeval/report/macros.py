@@ -6,31 +6,15 @@ findings the text cites (``\\tev{find/...}``). Missing data renders as "n/a".
 """
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
-from tcpeval import spec
+from tcpeval import provenance, spec
 from tcpeval.analysis import tables as T
+from tcpeval.analysis.metrics import DEFAULT_EPSILON, DEFAULT_LAMBDA
 from tcpeval.report import claims as C
-from tcpeval.report.latex import Macros, NA, drop_key, escape, fmt_drop, fmt_rtt, gbps, num, pct
-
-
-def git_revision(repo: Path | None = None) -> str:
-    """The analysis code's revision (the PDF's own provenance), '+dirty' if modified."""
-    cwd = repo or Path(__file__).resolve().parents[3]
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True,
-                             text=True, timeout=10)
-        if rev.returncode != 0:
-            return "uncommitted"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return rev.stdout.strip() + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+from tcpeval.paths import format_drop, format_rtt
+from tcpeval.report.latex import Macros, NA, escape, fmt_drop, gbps, num, pct
 
 
 def _distinct(series: pd.Series) -> str:
@@ -74,7 +58,7 @@ def build(ds: T.Dataset, design: dict, campaign: str, backend: str,
     m.name("tevKernels", _distinct(all_good.get("kernel", pd.Series(dtype=str))))
     m.name("tevTraceRevisions", _distinct(all_good.get("git_revision", pd.Series(dtype=str))))
     m.name("tevToolVersions", _distinct(all_good.get("tcpeval_version", pd.Series(dtype=str))))
-    m.name("tevAnalysisRevision", escape(revision or git_revision()))
+    m.name("tevAnalysisRevision", escape(revision or provenance.git_revision(short=True) or "uncommitted"))
     m.name("tevDropMechanism", _distinct(all_good.get("mech_drop", pd.Series(dtype=str))))
     m.name("tevDelayMechanism", _distinct(all_good.get("mech_delay", pd.Series(dtype=str))))
     m.name("tevRateMechanism", _distinct(all_good.get("mech_rate", pd.Series(dtype=str))))
@@ -95,7 +79,6 @@ def build(ds: T.Dataset, design: dict, campaign: str, backend: str,
     m.name("tevFlaggedPolicy", "included" if ds.include_flagged else "excluded")
     lam = runs["lambda"].dropna().unique() if len(runs) else []
     eps = runs["epsilon"].dropna().unique() if len(runs) else []
-    from tcpeval.analysis.metrics import DEFAULT_EPSILON, DEFAULT_LAMBDA
     m.name("tevLambda", num(lam[0] if len(lam) == 1 else DEFAULT_LAMBDA, 2))
     m.name("tevEpsilon", num(eps[0] if len(eps) == 1 else DEFAULT_EPSILON, 2))
     m.name("tevDurations", _durations(ds, design, campaign))
@@ -128,24 +111,24 @@ def build(ds: T.Dataset, design: dict, campaign: str, backend: str,
 def _cells(m: Macros, ds: T.Dataset) -> None:
     resp = T.responsiveness(ds)
     for r in resp.itertuples():
-        k = f"resp/{r.variant}/{fmt_rtt(r.rtt_ms)}/{drop_key(r.drop)}"
+        k = f"resp/{r.variant}/{format_rtt(r.rtt_ms)}/{format_drop(r.drop)}"
         m.key(f"{k}/mean", gbps(r.mean))
         m.key(f"{k}/frac", pct(r.frac))
         m.key(f"{k}/n", int(r.n))
     for r in T.efficiency(ds).itertuples():
-        k = f"eff/{r.variant}/{fmt_rtt(r.rtt_ms)}/{drop_key(r.drop)}"
+        k = f"eff/{r.variant}/{format_rtt(r.rtt_ms)}/{format_drop(r.drop)}"
         for q in ("q25", "q50", "q75"):
             m.key(f"{k}/{q}", gbps(getattr(r, q)))
     for crit, short in (("fairness", "fair"), ("compatibility", "compat")):
         for r in T.two_flow(ds, crit).itertuples():
-            k = f"{short}/{r.variant}/{fmt_rtt(r.rtt_ms)}"
+            k = f"{short}/{r.variant}/{format_rtt(r.rtt_ms)}"
             m.key(f"{k}/jain", num(r.jain, 3))
             m.key(f"{k}/util", gbps(r.utilisation_bps))
             m.key(f"{k}/utilfrac", pct(r.utilisation_frac))
             m.key(f"{k}/flowone", gbps(r.flow1_bps))
             m.key(f"{k}/flowtwo", gbps(r.flow2_bps))
     for r in T.convergence(ds).itertuples():
-        k = f"conv/{r.variant}+{r.second}/{fmt_rtt(r.rtt_ms)}"
+        k = f"conv/{r.variant}+{r.second}/{format_rtt(r.rtt_ms)}"
         m.key(f"{k}/time", num(r.conv_time_s, 2))
         m.key(f"{k}/spread", gbps(r.spread_bps))
         m.key(f"{k}/nc", int(r.n_not_converged))
@@ -173,18 +156,18 @@ def _findings(m: Macros, ds: T.Dataset) -> None:
             continue
         best, worst = cell.loc[cell["mean"].idxmax()], cell.loc[cell["mean"].idxmin()]
         sentences.append(
-            f"At {fmt_rtt(rtt)}\\,ms and the highest drop rate measured there ({fmt_drop(top)}), "
+            f"At {format_rtt(rtt)}\\,ms and the highest drop rate measured there ({fmt_drop(top)}), "
             f"{T.label(best['variant'])} keeps the highest mean throughput ({gbps(best['mean'])}\\,Gbit/s) "
             f"and {T.label(worst['variant'])} the lowest ({gbps(worst['mean'])}\\,Gbit/s), "
             f"{cell['variant'].nunique()} variants compared.")
-        m.key(f"find/{fmt_rtt(rtt)}/best", T.label(best["variant"]))
-        m.key(f"find/{fmt_rtt(rtt)}/worst", T.label(worst["variant"]))
+        m.key(f"find/{format_rtt(rtt)}/best", T.label(best["variant"]))
+        m.key(f"find/{format_rtt(rtt)}/worst", T.label(worst["variant"]))
     m.name("tevRespSummary", _sentence_join(sentences))
     rtts = sorted(ds.expected_in("responsiveness")["rtt_ms"].unique())
     # The first responsiveness figure (one per RTT of the campaign) and the shortest RTT's winner.
-    m.name("tevRespFigRef", f"\\ref{{fig:rtt{fmt_rtt(rtts[0])}}}" if rtts else NA)
-    short = f"find/{fmt_rtt(rtts[0])}/best" if rtts else None
-    m.key("find/shortrtt", fmt_rtt(rtts[0]) if rtts else NA)
+    m.name("tevRespFigRef", f"\\ref{{fig:rtt{format_rtt(rtts[0])}}}" if rtts else NA)
+    short = f"find/{format_rtt(rtts[0])}/best" if rtts else None
+    m.key("find/shortrtt", format_rtt(rtts[0]) if rtts else NA)
     m.key("find/shortrtt/best", m.keyed.get(short, NA) if short else NA)
 
     fair, compat = T.two_flow(ds, "fairness"), T.two_flow(ds, "compatibility")
@@ -206,9 +189,9 @@ def _findings(m: Macros, ds: T.Dataset) -> None:
     ok = conv.dropna(subset=["conv_time_s"]) if len(conv) else conv
     if len(ok):
         fast, slow = ok.loc[ok["conv_time_s"].idxmin()], ok.loc[ok["conv_time_s"].idxmax()]
-        m.key("find/conv/fastest", f"{T.pairing_label(fast['variant'], fast['second'])} at {fmt_rtt(fast['rtt_ms'])}\\,ms")
+        m.key("find/conv/fastest", f"{T.pairing_label(fast['variant'], fast['second'])} at {format_rtt(fast['rtt_ms'])}\\,ms")
         m.key("find/conv/fastesttime", num(fast["conv_time_s"], 2))
-        m.key("find/conv/slowest", f"{T.pairing_label(slow['variant'], slow['second'])} at {fmt_rtt(slow['rtt_ms'])}\\,ms")
+        m.key("find/conv/slowest", f"{T.pairing_label(slow['variant'], slow['second'])} at {format_rtt(slow['rtt_ms'])}\\,ms")
         m.key("find/conv/slowesttime", num(slow["conv_time_s"], 2))
         rel = ok.assign(rel=ok["spread_bps"] / ok["ubar_bps"])
         with_reno = rel[(rel["second"] == "reno") & (rel["variant"] != "reno")]["rel"].mean()

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tcpeval.backends.base import BackendError
+from tcpeval.provenance import REPO_ROOT
 
 HERE = Path(__file__).resolve().parent
-REPO_ROOT = HERE.parents[3]
 SOURCES = {
     "dropper.bpf.o": HERE / "bpf" / "dropper.bpf.c",
     "tevbpf": HERE / "bpf" / "tevbpf.c",
