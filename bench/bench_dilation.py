@@ -24,10 +24,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-RTTS = (0.2, 6.2, 12.2, 24.2)
-RATE_BPS = 9.5e9
+from tcpeval import spec  # noqa: E402  (after the sys.path line: runs from a checkout)
+from tcpeval.backends.fidelity import SEGS_PER_ACK  # noqa: E402
+
+RTTS = tuple(spec.load_design()["levels"]["rtt_ms"])  # the paper's RTTs
+RATE_BPS = spec.load_design()["levels"]["link_bps"]   # the paper's link
 TARGET_BPS = 9.0e9
-SEGS_PER_ACK = (1.9, 2.5)
 
 
 def main(argv=None) -> int:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tcpeval import paths, spec
+from tcpeval.analysis.metrics import DEFAULT_EPSILON, DEFAULT_LAMBDA
 from tcpeval.errors import UserError
 
 
 def per_run_dir(results_dir: str, run_id: str) -> str:
     """results/<backend>[/<design>]/<campaign>/runs/<criterion>/<flows>/rtt../drop../rep..
     for the run id <backend>[/<design>]/<campaign>/<criterion>/... (the path grammar)."""
-    from tcpeval import paths
 
     scope, rest = paths.split_run_id(run_id)
     return f"{results_dir}/{scope}/runs/{rest}"
@@ -61,7 +62,6 @@ def cmd_gather(args) -> int:
 def cmd_build(args) -> int:
     """Render from what exists: per-run outputs for every trace present (only those
     older than their trace are recomputed), then gather. Runs nothing."""
-    from tcpeval import spec
     from tcpeval.analysis import extract, tables, tidy
 
     try:
@@ -98,7 +98,6 @@ def cmd_build(args) -> int:
 
 
 def cmd_synthetic(args) -> int:
-    from tcpeval import spec
     from tcpeval.analysis import synthetic
 
     try:
@@ -115,7 +114,6 @@ def cmd_synthetic(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    from tcpeval.analysis.metrics import DEFAULT_EPSILON, DEFAULT_LAMBDA
 
     def metric_opts(p):
         p.add_argument("--lambda", dest="lam", type=float, default=DEFAULT_LAMBDA,

@@ -11,20 +11,24 @@
 
 The campaign and backend default to the last two parts of --results
 (results/<backend>/<campaign>). Flagged runs are left out unless --include-flagged.
+
+Heavy imports (pandas, matplotlib) stay inside the commands: every `tcpeval` invocation
+builds all parsers.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from tcpeval import spec
 from tcpeval.errors import UserError
+from tcpeval.report import latex
 
 FIGURE_NAMES = ("responsiveness", "utilisation", "convergence", "flows")
 
 
 def _context(args):
     """(dataset, design, campaign, backend) from the common options."""
-    from tcpeval import spec
     from tcpeval.analysis import tables
 
     results = Path(args.results)
@@ -65,14 +69,12 @@ def cmd_figure(args) -> int:
 
 def cmd_table(args) -> int:
     from tcpeval.analysis import tables as T
-    from tcpeval.report import latex
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.which == "table1":
         if not args.cc_params:
             raise UserError("table1 needs --cc-params (the output of `tcpeval cc params --json`)")
-        from tcpeval import spec
         try:
             data = json.loads(Path(args.cc_params).read_text())
             # the design's own algorithms (the paper's six), not every port the project has
@@ -91,7 +93,6 @@ def cmd_table(args) -> int:
 
 
 def cmd_claims(args) -> int:
-    from tcpeval import spec
     from tcpeval.analysis import tables
     from tcpeval.report import claims as C
 
@@ -181,7 +182,6 @@ def cmd_paper(args) -> int:
 
 def cmd_report(args) -> int:
     """The report of any design's campaign: HTML and PDF from the gathered tables."""
-    from tcpeval import spec
     from tcpeval.report import design_report
 
     try:
