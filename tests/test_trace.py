@@ -1,6 +1,9 @@
 """The trace contract: validation names the field, writes are atomic and never overwrite."""
 import copy
+import json
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +23,7 @@ def make_record(samples=5):
         "raw_files": [f"flow{i}.iperf3.json"],
     }
     return {
-        "schema_version": 1,
+        "schema_version": trace.SCHEMA_VERSION,
         "run": {"path": "out", "backend": "emulated", "campaign": "adhoc", "criterion": "adhoc", "rep": 1},
         "condition": cond.to_dict(),
         "environment": {"hostname": "h", "kernel": "6.18", "cpus": 2, "tools": {"iperf3": "3.12"},
@@ -108,3 +111,181 @@ def test_nan_is_refused_because_json_has_none(tmp_path):
     with pytest.raises(ValueError):
         trace.write_trace(tmp_path, record)
     assert not (tmp_path / "trace.json").exists()
+
+
+# --- format versions: upgrade, read, the CLI -------------------------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures"
+V1_EMULATED = FIXTURES / "trace-v1-emulated.json"  # a real version-1 trace, cut short
+
+
+def _leaves(node, path=()):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _leaves(value, (*path, key))
+    else:
+        yield path, node
+
+
+def _as_v1_testbed_dilated(record):
+    """A version-1 record as the backends wrote it, from a current one: the prose added."""
+    old = copy.deepcopy(record)
+    old["schema_version"] = 1
+    old["mechanisms"]["dilation"] = {
+        "factor": 4, "setting": 4, "units": "physical (testbed: no dilation)",
+        "scaled": {"physical_rate_bps": 1e8, "port_clocks": "cc_dilation = 4: emulated jiffies ...",
+                   "rto_min": "net.ipv4.tcp_rto_min_us = 800000 on every endpoint"},
+        "not_scaled": {"buffer_bytes": "kept in bytes", "drop_probability": "kept (per packet)",
+                       "delayed_ack_timer": "...", "initial_rto": "...", "tso_autosizing": "...",
+                       "rtt_based_timers": "..."}}
+    old["measured"]["rtt_probe_method"] = "UDP echo, paced probes, median"
+    old["fidelity"]["tolerances"] = {"ack_clock": {"min_acks": 1000, "over": "the second half",
+                                                   "excludes": "out-of-order segments"}}
+    return old
+
+
+def test_the_schema_describes_the_current_version():
+    assert trace.schema()["properties"]["schema_version"] == {
+        **trace.schema()["properties"]["schema_version"], "const": trace.SCHEMA_VERSION}
+
+
+def test_a_real_version_1_trace_upgrades_to_a_valid_current_one_with_the_same_facts():
+    old = json.loads(V1_EMULATED.read_text())
+    assert old["schema_version"] == 1 and trace.prose_keys(old)
+    with pytest.raises(trace.TraceError, match="schema_version"):
+        trace.validate(old)  # the schema is the current version's
+    before = copy.deepcopy(old)
+    new = trace.upgrade(old)
+    assert old == before  # the argument is left alone
+    trace.validate(new)
+    assert new["schema_version"] == trace.SCHEMA_VERSION == 2 and trace.prose_keys(new) == []
+    new_leaves = dict(_leaves(new))
+    for path, value in _leaves(old):
+        if path in trace.V1_PROSE:
+            assert path not in new_leaves
+        elif path in trace.V1_NAMES:
+            assert new_leaves[path] == trace.V1_NAMES[path][value]
+        elif path != ("schema_version",):
+            assert new_leaves[path] == value, path  # every fact kept as it was
+    added = set(new_leaves) - {p for p, _ in _leaves(old)}
+    assert added == {("mechanisms", "switch", "program")}
+    assert new["mechanisms"]["switch"]["mechanism"] == "bpf-tc-clone-redirect"
+    assert new["mechanisms"]["traffic"]["pacing"] == "none"
+    assert new["mechanisms"]["delay_detail"]["delay_ns"] == old["mechanisms"]["delay_detail"]["delay_ns"]
+    assert new["flows"][0]["samples"] is old["flows"][0]["samples"]  # shared, not copied
+    assert trace.upgrade(new) is new  # current: nothing to do
+
+
+def test_a_version_1_testbed_or_dilated_record_upgrades_to_what_version_2_writes():
+    current = make_record()
+    current["mechanisms"]["dilation"] = {"factor": 4, "setting": 4,
+                                         "scaled": {"physical_rate_bps": 1e8,
+                                                    "rto_min": "net.ipv4.tcp_rto_min_us = 800000 on every endpoint"},
+                                         "not_scaled": {}}
+    current["fidelity"]["tolerances"] = {"ack_clock": {"min_acks": 1000}}
+    assert trace.upgrade(_as_v1_testbed_dilated(current)) == current
+
+
+def test_read_trace_upgrades_in_memory_and_leaves_the_old_file_as_it_is(tmp_path):
+    from tcpeval.analysis import extract
+
+    run = tmp_path / "run"
+    run.mkdir()
+    target = run / "trace.json"
+    shutil.copy(V1_EMULATED, target)
+    raw, stat = target.read_bytes(), target.stat()
+    record = trace.read_trace(run)
+    assert record == trace.upgrade(json.loads(raw))
+    assert extract.load(run) == record  # the analysis reads it the same way
+    assert target.read_bytes() == raw and target.stat().st_mtime_ns == stat.st_mtime_ns
+    assert sorted(p.name for p in run.iterdir()) == ["trace.json"]
+
+
+@pytest.mark.parametrize("version, message", [
+    (3, "trace format version 3 is newer than this tcpeval reads (versions 1 to 2)"),
+    (None, "no schema_version"),
+    ("2", "schema_version '2' is not a trace format version"),
+    (0, "schema_version 0 is not a trace format version"),
+    (True, "schema_version True is not a trace format version"),
+])
+def test_a_missing_unknown_or_newer_version_is_a_clear_error(tmp_path, version, message):
+    from tcpeval.analysis import extract
+
+    record = make_record()
+    if version is None:
+        del record["schema_version"]
+    else:
+        record["schema_version"] = version
+    (tmp_path / "trace.json").write_text(json.dumps(record))
+    for read in (trace.read_trace, extract.load):
+        with pytest.raises(trace.TraceError) as err:
+            read(tmp_path)
+        assert message in str(err.value) and f"{tmp_path}/trace.json" in str(err.value)
+
+
+def test_writes_are_in_the_current_version_without_prose(tmp_path):
+    old = json.loads(V1_EMULATED.read_text())
+    with pytest.raises(trace.TraceError, match="schema_version"):
+        trace.write_trace(tmp_path / "a", old)
+    record = make_record()
+    record["measured"]["rtt_probe_method"] = "UDP echo, paced probes, median"
+    with pytest.raises(trace.TraceError, match="prose .* measured/rtt_probe_method"):
+        trace.write_trace(tmp_path / "b", record)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_new_version_is_one_registered_step(monkeypatch):
+    monkeypatch.setattr(trace, "SCHEMA_VERSION", 3)
+    monkeypatch.setitem(trace._UPGRADES, 2, lambda r: {**r, "schema_version": 3, "notes": ["v3"]})
+    new = trace.upgrade(json.loads(V1_EMULATED.read_text()))
+    assert new["schema_version"] == 3 and new["notes"] == ["v3"] and trace.prose_keys(new) == []
+
+
+def _cli(*args):
+    from tcpeval.cli import main
+
+    return main(["trace", "upgrade", *map(str, args)])
+
+
+def test_cli_dry_run_prints_the_changes_and_rewrites_nothing(tmp_path, capsys):
+    for name in ("r1", "r2"):
+        (tmp_path / name).mkdir()
+        shutil.copy(V1_EMULATED, tmp_path / name / "trace.json")
+    trace.write_trace(tmp_path / "r3", make_record())
+    before = {p: p.read_bytes() for p in tmp_path.rglob("trace.json")}
+    assert _cli(tmp_path) == 0
+    out = capsys.readouterr().out
+    assert f"{tmp_path}/r1/trace.json: would upgrade version 1 -> 2" in out
+    assert "- measured/rtt_probe_method" in out and "- mechanisms/segment_mark/why" in out
+    assert '~ mechanisms/traffic/pacing: "none: ' in out and "+ mechanisms/switch/program" in out
+    assert f"the same changes as {tmp_path}/r1/trace.json" in out
+    assert "2 of 3 traces in an older version, 1 current; nothing rewritten" in out
+    assert {p: p.read_bytes() for p in tmp_path.rglob("trace.json")} == before
+
+
+def test_cli_in_place_rewrites_old_traces_atomically(tmp_path, capsys):
+    target = tmp_path / "run" / "trace.json"
+    target.parent.mkdir()
+    shutil.copy(V1_EMULATED, target)
+    assert _cli(target, "--in-place") == 0
+    assert f"{target}: upgraded version 1 -> 2" in capsys.readouterr().out
+    on_disk = json.loads(target.read_text())
+    assert on_disk == trace.upgrade(json.loads(V1_EMULATED.read_text()))
+    assert trace.read_trace(target) == on_disk
+    assert sorted(p.name for p in target.parent.iterdir()) == ["trace.json"]  # no temp file left
+    assert _cli(target.parent, "--in-place") == 0
+    assert "0 of 1 traces in an older version, 1 current" in capsys.readouterr().out
+
+
+def test_cli_refuses_everything_if_one_trace_is_too_new(tmp_path, capsys):
+    old = tmp_path / "old" / "trace.json"
+    old.parent.mkdir()
+    shutil.copy(V1_EMULATED, old)
+    newer = tmp_path / "newer" / "trace.json"
+    newer.parent.mkdir()
+    newer.write_text(json.dumps({**make_record(), "schema_version": 7}))
+    assert _cli(old, newer, "--in-place") == 2
+    err = capsys.readouterr().err
+    assert f"{newer}: trace format version 7 is newer than this tcpeval reads (versions 1 to 2)" in err
+    assert "nothing was rewritten" in err
+    assert old.read_bytes() == V1_EMULATED.read_bytes()

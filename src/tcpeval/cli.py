@@ -10,6 +10,7 @@ from tcpeval.errors import UserError
 # Modules that define `add_parsers(subparsers)`; each sets `func` on its parsers.
 COMMAND_MODULES = [
     "tcpeval.spec_cli",
+    "tcpeval.trace_cli",
     "tcpeval.datastore",
     "tcpeval.analysis.cli",
     "tcpeval.report.cli",

@@ -45,7 +45,8 @@ def run_id_of(condition: dict) -> str:
 
 
 def load(path: str | Path) -> dict:
-    """Read and validate a trace; BadTrace names the run path on any problem."""
+    """Read a trace in the current format version (tcpeval.trace.upgrade) and validate it;
+    BadTrace names the run path on any problem."""
     path = Path(path)
     if path.is_dir():
         path = path / trace_mod.TRACE_FILE
@@ -59,6 +60,10 @@ def load(path: str | Path) -> dict:
         record = _orjson.loads(raw) if _orjson else json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
         raise BadTrace(f"{path}: corrupt trace (not valid JSON): {err}") from None
+    try:  # an older format version is read in the current one (the file is left as it is)
+        record = trace_mod.upgrade(record, str(path))
+    except trace_mod.TraceError as err:
+        raise BadTrace(str(err)) from None
     validate_fast(record, str(path))
     return record
 
