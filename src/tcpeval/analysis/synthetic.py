@@ -14,10 +14,14 @@ from typing import Iterable
 
 import numpy as np
 
-from tcpeval import mathis, paths, trace
-from tcpeval.spec import Condition, expand
+from tcpeval import mathis, paths, spec, trace
+from tcpeval.condition import Condition
 
-LINK_BPS = 9.5e9          # the paper's NIC limit, used when the condition leaves the rate open
+# The paper's link (its NICs' limit), used when the condition leaves the rate open, and its RTTs.
+LINK_BPS = float(spec.load_design()["levels"]["link_bps"])
+PAPER_RTTS_MS = spec.load_design()["levels"]["rtt_ms"]
+# Link utilisation of two long flows at each of the paper's RTTs, shortest first.
+UTILISATION_BY_RTT = (0.985, 0.93, 0.55, 0.42)
 MSS_BITS = 1448 * 8
 # (k, e): window ~ k / p^e packets per RTT; ordering loosely follows the algorithms' response functions.
 RESPONSE = {"reno": (1.22, 0.5), "cubic": (1.4, 0.55), "highspeed": (0.15, 0.82),
@@ -37,7 +41,7 @@ def _mean_rate(variant: str, rtt_ms: float, drop: float, link: float, k: float |
 
 
 def _utilisation(rtt_ms: float) -> float:
-    return float(np.interp(rtt_ms, [0.2, 6.2, 12.2, 24.2], [0.985, 0.93, 0.55, 0.42]))
+    return float(np.interp(rtt_ms, PAPER_RTTS_MS, UTILISATION_BY_RTT))
 
 
 def _series(rng, mean: float, n: int, dt: float, drop: float, link: float) -> np.ndarray:
@@ -162,7 +166,7 @@ def campaign_conditions(design: dict, campaign: str, backend: str = "emulated", 
     """A campaign's conditions, optionally shortened (keeps the relative start offsets)."""
     from dataclasses import replace
 
-    runs = expand(design, campaign, backend)
+    runs = spec.expand(design, campaign, backend)
     if duration_s is None:
         return runs
     out = []
