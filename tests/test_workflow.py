@@ -166,7 +166,7 @@ def test_config_defaults_are_the_schemas(tmp_path):
     for name in ("main.tex", "claims.yaml"):
         shutil.copy2(REPO / "paper" / name, tmp_path / "paper" / name)
     proc = subprocess.run([*SNAKEMAKE[:3], "-s", str(REPO / "Snakefile"), "-n", "-p", "--config", f"design={DESIGN}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     counts = job_counts(out)
@@ -195,3 +195,42 @@ def test_figure_names_outside_the_known_ones_have_no_rule(figure, tmp_path):
     code, out = dry_run(f"{tmp_path}/results/emulated/smoke/figures/{figure}.pdf", "--config",
                         f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results")
     assert code != 0 and "MissingRuleException" in out, out
+
+
+LINT = REPO / "tools" / "lint-workflow.sh"
+
+
+def _bin(name):
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        pytest.skip(f"{name} not installed beside {sys.executable}")
+    return str(path)
+
+
+def test_snakemake_lint_finds_nothing_but_the_conda_advice():
+    """make lint: the paper's design and a non-paper one (tools/lint-workflow.sh)."""
+    proc = subprocess.run([str(LINT), _bin("snakemake"), "", "campaign=short design=config/designs/udp-burst.yaml"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("clean (but for the conda/container advice)") == 2
+
+
+def test_lint_script_fails_on_any_other_finding_and_on_a_broken_workflow(tmp_path):
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(LINT, tmp_path / "tools")
+    (tmp_path / "Snakefile").write_text('rule a:\n    output:\n        "/tmp/a"\n    log:\n        "a.log"\n'
+                                        '    shell:\n        "touch {output} 2> {log}"\n')
+    proc = subprocess.run([str(tmp_path / "tools" / LINT.name), _bin("snakemake")], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 1 and 'Absolute path "/tmp/a"' in proc.stderr, proc.stdout + proc.stderr
+    assert "conda environment" not in proc.stderr  # the advice is not shown as a finding
+    (tmp_path / "Snakefile").write_text("rule a:\n    output: undefined_name\n")
+    proc = subprocess.run([str(tmp_path / "tools" / LINT.name), _bin("snakemake")], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 1 and "failed" in proc.stderr, proc.stdout + proc.stderr
+
+
+def test_workflow_is_snakefmt_formatted():
+    proc = subprocess.run([_bin("snakefmt"), "--check", "Snakefile", "workflow/"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
