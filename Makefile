@@ -14,13 +14,14 @@ VENV := .venv/bin
 SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE)
 CONFIG = --config campaign=$(CAMPAIGN) backend=$(BACKEND) $(CONFIG_ARGS)
 
-.PHONY: bootstrap image paper validation validate-dilation runs dry-run report snakemake-report test test-all bench status design data-push data-pull cleanup clean help
+.PHONY: bootstrap image paper validation validate-dilation runs dry-run report snakemake-report test test-all lint bench status design data-push data-pull cleanup clean help
 
 help:
 	@echo "make paper  [CAMPAIGN=smoke|quick|paper] [BACKEND=emulated|testbed]  runs -> paper/main.pdf"
 	@echo "make validation                the validation campaign (Reno vs Mathis model, ~4 h), then the paper"
 	@echo "make test                      the default test suite (well under 30 min)"
 	@echo "make test-all                  including slow tests"
+	@echo "make lint                      ruff, snakefmt --check, snakemake --lint (paper's and a non-paper design)"
 	@echo "make bench                     benchmarks (throughput of the emulator, analysis speed)"
 	@echo "make validate-dilation [DILATION_CAMPAIGN=dilation|dilation-quick]  time-dilated runs against undilated ones (7.7 h | 45 min)"
 	@echo "make runs     CAMPAIGN=...     only the raw traces"
@@ -76,6 +77,16 @@ test: bootstrap
 
 test-all: bootstrap
 	$(VENV)/python -m pytest $(PYTEST_ARGS)
+
+# The house style: ruff (pyproject.toml [tool.ruff]), snakefmt, and snakemake --lint of the
+# workflow for the paper's design and a non-paper one, where any finding but the advice to
+# give each rule a conda environment or container fails (tools/lint-workflow.sh).
+LINT_DESIGN ?= config/designs/udp-burst.yaml
+LINT_CAMPAIGN ?= short
+lint: bootstrap
+	$(VENV)/ruff check src tests tools bench
+	$(VENV)/snakefmt --check Snakefile workflow/
+	tools/lint-workflow.sh $(VENV)/snakemake "" "campaign=$(LINT_CAMPAIGN) design=$(LINT_DESIGN)"
 
 # The cross-validation of time dilation: the campaign DILATION_CAMPAIGN (dilation: every
 # port at 2 RTTs x 3 drop rates, k = 1, 2 and 4, about 7.7 h; dilation-quick: about 45 min),

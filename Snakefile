@@ -3,15 +3,17 @@
 #   snakemake data/raw/emulated/smoke/responsiveness/bic/rtt6.2/drop1e-04/rep1/trace.json
 #   snakemake report --config design=config/designs/udp-burst.yaml campaign=short
 # Execution settings (cores, serialised network runs, cluster) live in workflow/profiles/.
+# Configuration, paths and input functions: workflow/rules/common.smk.
+
 
 include: "workflow/rules/common.smk"
 
 
 # The paper's design builds its manuscript; any other design its report (report.smk).
 rule all:
-    input:
-        PAPER_PDF if DESIGN_LABEL is None else f"{RESULTS}/report/report.html",
     default_target: True
+    input:
+        final=FINAL_TARGET,
 
 
 include: "workflow/rules/runs.smk"

@@ -69,3 +69,54 @@ def test_wildcard_constraints_accept_every_path(design):
                ).format(**paths.WILDCARD_CONSTRAINTS)
     for run in spec.expand(design, "paper"):
         assert re.fullmatch(pattern, paths.run_dir(run)), paths.run_dir(run)
+
+
+# The Snakemake patterns (workflow/rules/common.smk) are the grammar's: their wildcards,
+# under WILDCARD_CONSTRAINTS, take every run directory apart into split_run_id's parts.
+def _pattern_regex(pattern):
+    import re
+    parts = re.split(r"\{(scope|rest)\}", pattern)
+    return "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>{paths.WILDCARD_CONSTRAINTS[p]})"
+                   for i, p in enumerate(parts))
+
+
+@pytest.mark.parametrize("design_file, campaign", [(None, "paper"), ("buffer-sweep.yaml", "full"),
+                                                   ("bbr-vs-cubic.yaml", "full")])
+def test_run_and_metrics_patterns_match_every_run_dir(design, design_file, campaign):
+    import re
+    from pathlib import Path
+    if design_file:
+        design = spec.load_design(Path(__file__).resolve().parents[1] / "config" / "designs" / design_file)
+    run_re = _pattern_regex(paths.run_pattern("data/raw"))
+    metrics_re = _pattern_regex(paths.metrics_pattern("results"))
+    for run in spec.expand(design, campaign):
+        d = paths.run_dir(run, "data/raw")
+        scope, rest = paths.split_run_id(d.removeprefix("data/raw/"))
+        m = re.fullmatch(run_re, d)
+        assert m and (m["scope"], m["rest"]) == (scope, rest), d
+        out = paths.metrics_dir(d, "data/raw", "results")
+        assert out == f"results/{scope}/runs/{rest}"
+        m = re.fullmatch(metrics_re, out)
+        assert m and (m["scope"], m["rest"]) == (scope, rest), out
+
+
+def test_patterns_write_their_roots_as_run_dir_does(design):
+    run = spec.expand(design, "smoke")[0]
+    assert paths.run_pattern() == "data/raw/{scope}/{rest}"
+    assert paths.run_pattern("./data/raw/") == "data/raw/{scope}/{rest}"
+    assert paths.run_pattern("/tmp/x/raw") == "/tmp/x/raw/{scope}/{rest}"
+    assert paths.metrics_pattern("results/") == "results/{scope}/runs/{rest}"
+    d = paths.run_dir(run, "./data/raw/")
+    assert d.startswith("data/raw/")
+    scope, rest = paths.split_run_id(d.removeprefix("data/raw/"))
+    assert paths.run_pattern("./data/raw/").format(scope=scope, rest=rest) == d
+    assert paths.metrics_dir(d, "./data/raw/", "/tmp/res") == f"/tmp/res/{scope}/runs/{rest}"
+    assert paths.metrics_dir(paths.run_dir(run, "/tmp/raw"), "/tmp/raw/", "results") == f"results/{scope}/runs/{rest}"
+
+
+def test_metrics_dir_refuses_a_path_outside_the_raw_dir(design):
+    run = spec.expand(design, "smoke")[0]
+    with pytest.raises(spec.SpecError, match="not a run directory below data/raw"):
+        paths.metrics_dir(paths.run_dir(run, "elsewhere"), "data/raw", "results")
+    with pytest.raises(spec.SpecError, match="is not a run path"):
+        paths.metrics_dir("data/raw/emulated/smoke/nothing", "data/raw", "results")

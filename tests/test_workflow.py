@@ -84,6 +84,7 @@ def _tiny_campaign(root: Path) -> list[Path]:
 
     (root / "config").mkdir()
     shutil.copy2(REPO / "config" / "config.yaml", root / "config" / "config.yaml")
+    shutil.copy2(DESIGN, root / "config" / "design.yaml")  # the workflow's design (config.yaml)
     (root / "paper").mkdir()
     for name in ("main.tex", "claims.yaml"):
         shutil.copy2(REPO / "paper" / name, root / "paper" / name)
@@ -93,8 +94,8 @@ def _tiny_campaign(root: Path) -> list[Path]:
 
 
 def _snakemake(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*SNAKEMAKE[:3], "-s", str(REPO / "Snakefile"), "-c2", "--config", f"design={DESIGN}",
-                           "allow_missing=True", *args], cwd=root, capture_output=True, text=True, timeout=600)
+    return subprocess.run([*SNAKEMAKE[:3], "-s", str(REPO / "Snakefile"), "-c2", "--config", "allow_missing=True",
+                           *args], cwd=root, capture_output=True, text=True, timeout=600)
 
 
 def test_snakemake_takes_a_tiny_campaign_from_traces_to_the_pdf(tmp_path):
@@ -108,7 +109,7 @@ def test_snakemake_takes_a_tiny_campaign_from_traces_to_the_pdf(tmp_path):
     counts = job_counts(out)
     assert counts["metrics_run"] == len(traces) > 4
     assert "run" not in counts and counts["paper"] == counts["metrics_gather"] == counts["all"] == 1
-    assert counts["figure_responsiveness"] == 2  # the two RTTs of the smoke campaign
+    assert counts["figure"] == 2 + 3  # responsiveness at the smoke campaign's two RTTs, figs. 8-10
     pdf = tmp_path / "paper" / "main.pdf"
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
     assert int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1)) >= 4
@@ -125,6 +126,16 @@ def test_snakemake_takes_a_tiny_campaign_from_traces_to_the_pdf(tmp_path):
     problems = deps_check.latex_input_problems(tmp_path / "paper" / "build" / "main.fls",
                                                REPO / "tools" / "apt-packages.txt")
     assert not problems, "\n".join(problems)
+    # the design is an input of every rule after the runs: editing it rebuilds the figures,
+    # tables, numbers and the PDF, and neither a run nor a trace's metrics
+    # (a new mtime alone is not enough: Snakemake reruns only when the content changed)
+    with open(tmp_path / "config" / "design.yaml", "a") as f:
+        f.write("# edited\n")
+    proc = _snakemake(tmp_path, "-n", "-q", "rules")
+    counts = job_counts(proc.stdout + proc.stderr)
+    assert proc.returncode == 0 and "run" not in counts and "metrics_run" not in counts, proc.stdout
+    assert "metrics_gather" not in counts and counts["figure"] == 5
+    assert all(counts[r] == 1 for r in ("table1", "table2", "claims", "macros", "validation", "dilation_check"))
 
 
 @pytest.mark.slow
@@ -136,3 +147,90 @@ def test_snakemake_report_shows_the_figures_with_their_captions(tmp_path):
     html = (tmp_path / "report.html").read_text(errors="replace")
     for name in ("responsiveness-rtt6.2.png", "utilisation.png", "convergence.png", "flows.png"):
         assert name in html
+    # one caption file, the text of each figure's kind (workflow/report/figure.rst)
+    for caption in ("Responsiveness and efficiency at one RTT", "Link utilisation (Fig. 8)",
+                    "Convergence (Fig. 9)", "Per-flow mean throughput"):
+        assert caption in html
+
+
+def test_config_defaults_are_the_schemas(tmp_path):
+    """A config.yaml without the optional keys takes the schema's defaults (validate() fills
+    them in): allow_missing false (the missing runs are run first), no --skip-bad, no
+    --include-flagged, lambda 0.1 and epsilon 0.8."""
+    (tmp_path / "config").mkdir()
+    optional = ("include_flagged:", "allow_missing:", "skip_bad:", "metrics:")
+    text = (REPO / "config" / "config.yaml").read_text()
+    (tmp_path / "config" / "config.yaml").write_text(
+        "".join(line for line in text.splitlines(keepends=True) if not line.startswith(optional)))
+    (tmp_path / "paper").mkdir()
+    for name in ("main.tex", "claims.yaml"):
+        shutil.copy2(REPO / "paper" / name, tmp_path / "paper" / name)
+    proc = subprocess.run([*SNAKEMAKE[:3], "-s", str(REPO / "Snakefile"), "-n", "-p", "--config", f"design={DESIGN}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    counts = job_counts(out)
+    assert counts["run"] == counts["metrics_run"] == 33
+    assert "--lambda 0.1 --epsilon 0.8" in out
+    assert "--skip-bad" not in out and "--include-flagged" not in out
+
+
+@pytest.mark.parametrize("figure, command", [
+    ("responsiveness-rtt6.2", "tcpeval figure responsiveness --rtt 6.2 --results"),
+    ("utilisation", "tcpeval figure utilisation --results"),
+    ("convergence", "tcpeval figure convergence --results"),
+    ("flows", "tcpeval figure flows --results")])
+def test_one_rule_draws_every_figure(figure, command, tmp_path):
+    target = f"{tmp_path}/results/emulated/smoke/figures/{figure}.pdf"
+    code, out = dry_run(target, "-p", "--config", "allow_missing=True", f"raw_dir={tmp_path}/raw",
+                        f"results_dir={tmp_path}/results")
+    assert code == 0, out
+    assert job_counts(out)["figure"] == 1
+    assert command in out and f"--design config/design.yaml --out-dir {tmp_path}/results/emulated/smoke/figures" in out
+    assert f"logs/figures/emulated/smoke/{figure}.log" in out
+
+
+@pytest.mark.parametrize("figure", ["bogus", "responsiveness", "responsiveness-rttx", "flows-rtt6.2"])
+def test_figure_names_outside_the_known_ones_have_no_rule(figure, tmp_path):
+    code, out = dry_run(f"{tmp_path}/results/emulated/smoke/figures/{figure}.pdf", "--config",
+                        f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results")
+    assert code != 0 and "MissingRuleException" in out, out
+
+
+LINT = REPO / "tools" / "lint-workflow.sh"
+
+
+def _bin(name):
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        pytest.skip(f"{name} not installed beside {sys.executable}")
+    return str(path)
+
+
+def test_snakemake_lint_finds_nothing_but_the_conda_advice():
+    """make lint: the paper's design and a non-paper one (tools/lint-workflow.sh)."""
+    proc = subprocess.run([str(LINT), _bin("snakemake"), "", "campaign=short design=config/designs/udp-burst.yaml"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("clean (but for the conda/container advice)") == 2
+
+
+def test_lint_script_fails_on_any_other_finding_and_on_a_broken_workflow(tmp_path):
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(LINT, tmp_path / "tools")
+    (tmp_path / "Snakefile").write_text('rule a:\n    output:\n        "/tmp/a"\n    log:\n        "a.log"\n'
+                                        '    shell:\n        "touch {output} 2> {log}"\n')
+    proc = subprocess.run([str(tmp_path / "tools" / LINT.name), _bin("snakemake")], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 1 and 'Absolute path "/tmp/a"' in proc.stderr, proc.stdout + proc.stderr
+    assert "conda environment" not in proc.stderr  # the advice is not shown as a finding
+    (tmp_path / "Snakefile").write_text("rule a:\n    output: undefined_name\n")
+    proc = subprocess.run([str(tmp_path / "tools" / LINT.name), _bin("snakemake")], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 1 and "failed" in proc.stderr, proc.stdout + proc.stderr
+
+
+def test_workflow_is_snakefmt_formatted():
+    proc = subprocess.run([_bin("snakefmt"), "--check", "Snakefile", "workflow/"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

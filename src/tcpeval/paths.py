@@ -177,3 +177,29 @@ def run_dir_from_parts(parts: dict, raw_dir: str = DEFAULT_RAW_DIR) -> str:
     return str(PurePosixPath(raw_dir, *_segments(
         parts["backend"], parts.get("design"), parts["campaign"], parts["criterion"], parts["variants"],
         parts["rtt_ms"], parts["drop"], parts.get("factors", ()), parts["rep"])))
+
+
+# The grammar as Snakemake patterns (workflow/rules/common.smk): a run directory below a
+# root is <root>/{scope}/{rest}, the two wildcards WILDCARD_CONSTRAINTS constrains; scope
+# is split_run_id's first part, rest its second. The roots are written as run_dir writes
+# them (normalised), so a pattern's paths and run_dir's are the same strings.
+def run_pattern(root: str = DEFAULT_RAW_DIR) -> str:
+    """<root>/{scope}/{rest}: the run directories below root (a raw directory, or a log
+    directory mirroring it), as a Snakemake pattern."""
+    return f"{PurePosixPath(root)}/{{scope}}/{{rest}}"
+
+
+def metrics_pattern(results_dir: str) -> str:
+    """<results_dir>/{scope}/runs/{rest}: where a run's per-run tables live, as a Snakemake
+    pattern (beside the campaign's gathered tables in <results_dir>/<scope>)."""
+    return f"{PurePosixPath(results_dir)}/{{scope}}/runs/{{rest}}"
+
+
+def metrics_dir(run_dir: str, raw_dir: str = DEFAULT_RAW_DIR, results_dir: str = "results") -> str:
+    """A run directory's per-run output directory: <raw_dir>/<scope>/<rest> ->
+    <results_dir>/<scope>/runs/<rest> (metrics_pattern filled in)."""
+    raw, text = str(PurePosixPath(raw_dir)), str(PurePosixPath(run_dir))
+    if not text.startswith(raw + "/"):
+        raise SpecError(f"{run_dir}: not a run directory below {raw}; expected\n  {GRAMMAR}")
+    scope, rest = split_run_id(text[len(raw) + 1:])
+    return metrics_pattern(results_dir).format(scope=scope, rest=rest)

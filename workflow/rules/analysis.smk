@@ -7,29 +7,10 @@
 #                                  n/a and counted in the figures and the PDF.
 #                         false -> the gather needs every trace of the campaign, so
 #                                  Snakemake runs the missing ones first (rule `run`).
-# skip_bad (config, default false): a corrupt trace is listed and skipped instead of
-# stopping the workflow (without it the job fails with a message naming the run path).
-# metrics: {lambda, epsilon} (config, optional): convergence parameters (0.1, 0.8).
-import os
-
-METRICS_DIR = f"{config['results_dir']}/{{scope}}/runs/{{rest}}"
-SKIP_BAD = "--skip-bad" if config.get("skip_bad", False) else ""
-METRIC_OPTS = "--lambda {} --epsilon {}".format(
-    config.get("metrics", {}).get("lambda", 0.1), config.get("metrics", {}).get("epsilon", 0.8))
-FLAGGED = "--include-flagged" if config.get("include_flagged", False) else ""
-
-
-def metrics_dir(run_dir):
-    """data/raw/<scope>/<rest> -> results/<scope>/runs/<rest> (scope: <backend>[/<design>]/<campaign>)"""
-    scope, rest = paths.split_run_id(run_dir[len(RAW_DIR) + 1:])
-    return f"{config['results_dir']}/{scope}/runs/{rest}"
-
-
-def gathered_run_dirs(wildcards=None):
-    dirs = RUN_DIRS
-    if config.get("allow_missing", True):
-        dirs = [d for d in RUN_DIRS if os.path.exists(f"{d}/trace.json")]
-    return [metrics_dir(d) for d in dirs]
+# skip_bad (config): a corrupt trace is listed and skipped instead of stopping the
+# workflow (without it the job fails with a message naming the run path).
+# metrics: {lambda, epsilon} (config): convergence parameters.
+# Their defaults are the schema's (workflow/schemas/config.schema.yaml).
 
 
 rule metrics_run:
@@ -37,13 +18,13 @@ rule metrics_run:
     input:
         trace=f"{RUN_PATTERN}/trace.json",
     output:
-        run=METRICS_DIR + "/run.parquet",
-        flows=METRICS_DIR + "/flows.parquet",
-        samples=METRICS_DIR + "/samples.parquet",
+        run=f"{METRICS_PATTERN}/run.parquet",
+        flows=f"{METRICS_PATTERN}/flows.parquet",
+        samples=f"{METRICS_PATTERN}/samples.parquet",
     log:
-        "logs/metrics/{scope}/{rest}.log",
+        f"{paths.run_pattern('logs/metrics')}.log",
     params:
-        out_dir=lambda wildcards, output: os.path.dirname(output.run),
+        out_dir=dir_of("run"),
         skip=SKIP_BAD,
         opts=METRIC_OPTS,
     shell:
@@ -53,19 +34,17 @@ rule metrics_run:
 rule metrics_gather:
     """Per-run outputs -> the campaign's runs / flows / samples tables."""
     input:
-        runs=lambda wc: [f"{d}/run.parquet" for d in gathered_run_dirs()],
-        flows=lambda wc: [f"{d}/flows.parquet" for d in gathered_run_dirs()],
-        samples=lambda wc: [f"{d}/samples.parquet" for d in gathered_run_dirs()],
+        unpack(gathered_tables),
     output:
-        runs=f"{RESULTS}/runs.parquet",
-        flows=f"{RESULTS}/flows.parquet",
-        samples=f"{RESULTS}/samples.parquet",
+        runs=TABLES["runs"],
+        flows=TABLES["flows"],
+        samples=TABLES["samples"],
         skipped=f"{RESULTS}/skipped_runs.json",
     log:
         f"logs/analysis/{SCOPE}/gather.log",
     params:
-        dirs=lambda wc: gathered_run_dirs(),
-        out=RESULTS,
+        dirs=gathered_run_dirs,
+        out=dir_of("runs"),
         skip=SKIP_BAD,
     shell:
         "tcpeval metrics gather {params.out:q} {params.dirs:q} {params.skip} > {log:q} 2>&1"
@@ -74,4 +53,4 @@ rule metrics_gather:
 rule analysis:
     """The campaign's tidy tables (no figures, no paper)."""
     input:
-        rules.metrics_gather.output,
+        tables=rules.metrics_gather.output,

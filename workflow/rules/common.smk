@@ -1,7 +1,9 @@
-# Configuration, the design and the campaign's run list, shared by every rule file.
+# Configuration, the design, the campaign's runs, and the paths, constants and input
+# functions the rule files share (those hold rules only).
 import os
 import sys
-from pathlib import Path
+from glob import glob
+from pathlib import Path, PurePosixPath
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
@@ -10,15 +12,22 @@ from tcpeval import paths, spec
 
 min_version("9.0")
 
-# Rules call the `tcpeval` CLI installed beside the Python that runs Snakemake (.venv/bin),
-# whether or not that environment is activated.
-os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-
 
 configfile: "config/config.yaml"
 
 
+# The schema holds every default (allow_missing, skip_bad, include_flagged, metrics, ...):
+# validate() fills in what config.yaml and --config leave out, so rules read config[key].
 validate(config, "../schemas/config.schema.yaml")
+
+
+# Rules call the `tcpeval` CLI installed beside the Python that runs Snakemake (.venv/bin),
+# whether or not that environment is activated.
+envvars:
+    "PATH",
+
+
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
 
 try:
     DESIGN = spec.load_design(config["design"])
@@ -26,7 +35,8 @@ try:
 except spec.SpecError as err:
     raise WorkflowError(str(err))
 
-from tcpeval.backends import algorithms, planning  # noqa: E402  (what the backend can run, before anything runs)
+# what the backend can run, before anything runs
+from tcpeval.backends import algorithms, planning  # noqa: E402
 
 if algorithms.problems(RUNS, config["backend"]):
     raise WorkflowError("\n".join(algorithms.problems(RUNS, config["backend"])))
@@ -35,14 +45,178 @@ BACKEND = config["backend"]
 CAMPAIGN = config["campaign"]
 RAW_DIR = config["raw_dir"]
 RUN_DIRS = [paths.run_dir(run, RAW_DIR) for run in RUNS]
-TRACES = [f"{d}/trace.json" for d in RUN_DIRS]
+TRACES = [f"{d}/{paths.TRACE_NAME}" for d in RUN_DIRS]
 # The paper's design keeps results/<backend>/<campaign>; any other design's results live
 # under its name, as its raw traces do (tcpeval.paths).
 DESIGN_LABEL = spec.design_label(DESIGN)
 SCOPE = "/".join(x for x in (BACKEND, DESIGN_LABEL, CAMPAIGN) if x)
 RESULTS = f"{config['results_dir']}/{SCOPE}"
-PAPER_PDF = f"{config['paper_dir']}/main.pdf"
+PAPER_DIR = config["paper_dir"]
+PAPER_PDF = f"{PAPER_DIR}/main.pdf"
+# The paper's design builds its manuscript; any other design its report (report.smk).
+FINAL_TARGET = PAPER_PDF if DESIGN_LABEL is None else f"{RESULTS}/report/report.html"
+
 
 # The path grammar (tcpeval.paths) doubles as the wildcard constraints.
 wildcard_constraints:
     **paths.WILDCARD_CONSTRAINTS,
+
+
+# ---- runs.smk: one job per run --------------------------------------------------------
+# {scope}: <backend>[/<design>]/<campaign>;
+# {rest}: <criterion>/<flows>/rtt../drop..[/factors]/rep<k> (tcpeval.paths.GRAMMAR)
+RUN_PATTERN = paths.run_pattern(RAW_DIR)
+RUN_INDEX = paths.make_index(RUNS, RAW_DIR)
+NODE_CEILING = planning.node_ceiling(config["node_faithful_rate"])
+# An emulated run takes every local core (the total Snakemake was given); on a cluster,
+# where Snakemake has no total, the job owns its node instead (profile slurm: --exclusive).
+RUN_THREADS = (workflow._cores or 1) if BACKEND == "emulated" else 1
+TESTBED_OPT = f"--testbed {config['testbed']}" if BACKEND == "testbed" else ""
+
+
+def run_time_limit_min(wildcards):
+    """A cluster job's time limit (SLURM --time): the run's expected wall time with its
+    time dilation, with a margin for retries (tcpeval.backends.planning)."""
+    cond = RUN_INDEX.get(RUN_PATTERN.format(scope=wildcards.scope, rest=wildcards.rest))
+    return (
+        planning.time_limit_min(cond, NODE_CEILING)
+        if cond
+        else planning.TIME_LIMIT_MIN_MIN
+    )
+
+
+def raw_dir_of(wildcards, output):
+    """The raw directory a run's trace lands in: its path less <scope>/<rest>/trace.json."""
+    depth = len(PurePosixPath(wildcards.scope, wildcards.rest).parts)
+    return str(PurePosixPath(output.trace).parents[depth])
+
+
+# ---- analysis.smk: traces -> tidy tables ----------------------------------------------
+METRICS_PATTERN = paths.metrics_pattern(config["results_dir"])
+SKIP_BAD = "--skip-bad" if config["skip_bad"] else ""
+METRIC_OPTS = "--lambda {lambda} --epsilon {epsilon}".format(**config["metrics"])
+FLAGGED = "--include-flagged" if config["include_flagged"] else ""
+# The campaign's tidy tables (metrics_gather), read by the figures, tables and reports.
+TABLES = {name: f"{RESULTS}/{name}.parquet" for name in ("runs", "flows", "samples")}
+
+
+def gathered_run_dirs(wildcards=None):
+    """The per-run output directories the gather concatenates: every run's (allow_missing
+    false: the missing runs are run first), or those whose trace exists (true)."""
+    dirs = RUN_DIRS
+    if config["allow_missing"]:
+        dirs = [d for d in RUN_DIRS if os.path.exists(f"{d}/{paths.TRACE_NAME}")]
+    return [paths.metrics_dir(d, RAW_DIR, config["results_dir"]) for d in dirs]
+
+
+def gathered_tables(wildcards):
+    """Named input of the gather: runs, flows, samples -> the per-run Parquet files."""
+    dirs = gathered_run_dirs()
+    return {
+        "runs": [f"{d}/run.parquet" for d in dirs],
+        "flows": [f"{d}/flows.parquet" for d in dirs],
+        "samples": [f"{d}/samples.parquet" for d in dirs],
+    }
+
+
+def results_of(wildcards, input):
+    """The campaign's results directory (--results): where its tables (input.runs) are."""
+    return os.path.dirname(input.runs)
+
+
+def dir_of(name):
+    """A params function: the directory of output `name` (--out-dir, --fig-dir)."""
+    return lambda wildcards, output: os.path.dirname(output[name])
+
+
+# ---- figures.smk: tidy tables -> figures ----------------------------------------------
+# Figs. 4-7 of the paper: one responsiveness/efficiency figure per RTT of the campaign
+# (responsiveness-rtt<ms>); Figs. 8-10: one figure each.
+FIG_DIR = f"{RESULTS}/figures"
+RESP_RTTS = sorted(
+    {paths.format_rtt(r.rtt_ms) for r in RUNS if r.criterion == "responsiveness"},
+    key=float,
+)
+FIGURE_SUBCATEGORIES = {
+    "responsiveness": "Responsiveness and efficiency",
+    "utilisation": "Fairness",
+    "convergence": "Convergence",
+    "flows": "Fairness",
+}
+FIGURE_NAMES = [f"responsiveness-rtt{r}" for r in RESP_RTTS] + [
+    "utilisation",
+    "convergence",
+    "flows",
+]
+FIGURE_FILES = [
+    f"{FIG_DIR}/{name}.{ext}" for name in FIGURE_NAMES for ext in ("pdf", "tex")
+]
+# {figure}: responsiveness-rtt<ms> (any RTT of the grammar) or one of the other figures
+FIGURE_CONSTRAINT = "|".join(
+    [f"responsiveness-rtt(?:{paths.WILDCARD_CONSTRAINTS['rtt']})"]
+    + [kind for kind in FIGURE_SUBCATEGORIES if kind != "responsiveness"]
+)
+
+
+def figure_kind(wildcards):
+    """responsiveness-rtt6.2 -> responsiveness; utilisation -> utilisation."""
+    return wildcards.figure.partition("-rtt")[0]
+
+
+def figure_args(wildcards):
+    """`tcpeval figure` arguments of one figure: its name, and --rtt for responsiveness."""
+    kind, _, rtt = wildcards.figure.partition("-rtt")
+    return f"{kind} --rtt {rtt}" if rtt else kind
+
+
+def figure_subcategory(wildcards):
+    """The report's subcategory of a figure."""
+    return FIGURE_SUBCATEGORIES[figure_kind(wildcards)]
+
+
+# ---- paper.smk: tables, macros, the reproduction check, the manuscript ----------------
+PAPER_OUT = f"{RESULTS}/paper"
+CC_SOURCES = sorted(glob("cc/src/*.c"))
+# The other campaigns of the paper's matrix (those running its first criterion): the
+# reproduction section says which finding holds at which of them, from their tables
+# where they exist (their own `make paper CAMPAIGN=...` builds them).
+OTHER_CAMPAIGNS = [
+    c
+    for c in spec.campaign_names(DESIGN)
+    if c != CAMPAIGN and "responsiveness" in spec.criteria_of(DESIGN, c)
+]
+VALIDATION_RESULTS = f"{config['results_dir']}/{BACKEND}/validation"
+# The cross-validation of time dilation (`make validate-dilation`): the full campaign's
+# tables where they exist, else the quick one's, else none (the paragraph then says so).
+DILATION_CAMPAIGNS = ("dilation", "dilation-quick")
+
+
+def validation_tables(wildcards):
+    """The validation campaign's tables when they exist (`make validation`), else none:
+    the manuscript then says that campaign has not been run."""
+    table = f"{VALIDATION_RESULTS}/runs.parquet"
+    return [table] if CAMPAIGN == "validation" or os.path.exists(table) else []
+
+
+def dilation_results(wildcards=None):
+    """The results directory of the dilation campaign that exists (full, else quick)."""
+    for name in DILATION_CAMPAIGNS:
+        results = f"{config['results_dir']}/{BACKEND}/{name}"
+        if CAMPAIGN == name or os.path.exists(f"{results}/runs.parquet"):
+            return results
+    return None
+
+
+def dilation_tables(wildcards):
+    results = dilation_results()
+    return [f"{results}/runs.parquet", f"{results}/samples.parquet"] if results else []
+
+
+def dilation_results_arg(wildcards):
+    """--results of the dilation check: the campaign's results, or where they would be."""
+    return dilation_results() or f"{config['results_dir']}/{BACKEND}/dilation"
+
+
+def paper_dir_of(wildcards, input):
+    """The manuscript's directory (input.main is its main.tex)."""
+    return os.path.dirname(input.main)

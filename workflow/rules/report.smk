@@ -1,28 +1,33 @@
 # The report of any design's campaign (HTML + PDF): `make report DESIGN=... CAMPAIGN=...`.
 # The paper's design has its manuscript instead (paper.smk); this works for it too.
 
-REPORT_DIR = f"{RESULTS}/report"
-
 
 rule design_report:
     """Tables per criterion, bar plots per factor, a timeline per condition."""
     input:
-        rules.metrics_gather.output,
+        runs=rules.metrics_gather.output.runs,
+        flows=rules.metrics_gather.output.flows,
+        samples=rules.metrics_gather.output.samples,
+        skipped=rules.metrics_gather.output.skipped,
+        design=config["design"],
     output:
-        html=f"{REPORT_DIR}/report.html",
-        pdf=f"{REPORT_DIR}/report.pdf",
+        html=f"{RESULTS}/report/report.html",
+        pdf=f"{RESULTS}/report/report.pdf",
     log:
         f"logs/report/{SCOPE}.log",
     params:
-        design=config["design"],
-        results=RESULTS,
+        campaign=CAMPAIGN,
+        backend=BACKEND,
+        results=results_of,
+        out_dir=dir_of("html"),
         flagged=FLAGGED,
     shell:
-        "tcpeval report --design {params.design:q} --campaign {CAMPAIGN} --backend {BACKEND}"
-        " --results {params.results:q} --out-dir {REPORT_DIR:q} {params.flagged} > {log:q} 2>&1"
+        "tcpeval report --design {input.design:q} --campaign {params.campaign} --backend {params.backend}"
+        " --results {params.results:q} --out-dir {params.out_dir:q} {params.flagged} > {log:q} 2>&1"
 
 
 rule report:
     """The design's report (HTML and PDF)."""
     input:
-        rules.design_report.output,
+        html=rules.design_report.output.html,
+        pdf=rules.design_report.output.pdf,
