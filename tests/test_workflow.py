@@ -156,7 +156,8 @@ def test_snakemake_report_shows_the_figures_with_their_captions(tmp_path):
 def test_config_defaults_are_the_schemas(tmp_path):
     """A config.yaml without the optional keys takes the schema's defaults (validate() fills
     them in): allow_missing false (the missing runs are run first), no --skip-bad, no
-    --include-flagged, lambda 0.1 and epsilon 0.8."""
+    --include-flagged, and no convergence parameters (the metrics command's own, the
+    paper's); a config that sets them passes them on."""
     (tmp_path / "config").mkdir()
     optional = ("include_flagged:", "allow_missing:", "skip_bad:", "metrics:")
     text = (REPO / "config" / "config.yaml").read_text()
@@ -171,8 +172,14 @@ def test_config_defaults_are_the_schemas(tmp_path):
     assert proc.returncode == 0, out[-3000:]
     counts = job_counts(out)
     assert counts["run"] == counts["metrics_run"] == 33
-    assert "--lambda 0.1 --epsilon 0.8" in out
+    assert "--lambda" not in out and "--epsilon" not in out
     assert "--skip-bad" not in out and "--include-flagged" not in out
+    (tmp_path / "metrics.yaml").write_text("metrics: {lambda: 0.2, epsilon: 0.9}\n")
+    proc = subprocess.run([*SNAKEMAKE[:3], "-s", str(REPO / "Snakefile"), "-n", "-p", "--configfile", "metrics.yaml",
+                           "--config", f"design={DESIGN}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "--lambda 0.2 --epsilon 0.9" in proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("figure, command", [

@@ -94,7 +94,7 @@ def raw_dir_of(wildcards, output):
 # ---- analysis.smk: traces -> tidy tables ----------------------------------------------
 METRICS_PATTERN = paths.metrics_pattern(config["results_dir"])
 SKIP_BAD = "--skip-bad" if config["skip_bad"] else ""
-METRIC_OPTS = "--lambda {lambda} --epsilon {epsilon}".format(**config["metrics"])
+METRIC_OPTS = " ".join(f"--{key} {value}" for key, value in config["metrics"].items())
 FLAGGED = "--include-flagged" if config["include_flagged"] else ""
 # The campaign's tidy tables (metrics_gather), read by the figures, tables and reports.
 TABLES = {name: f"{RESULTS}/{name}.parquet" for name in ("runs", "flows", "samples")}

@@ -20,9 +20,8 @@ from tcpeval.errors import UserError
 def per_run_dir(results_dir: str, run_id: str) -> str:
     """results/<backend>[/<design>]/<campaign>/runs/<criterion>/<flows>/rtt../drop../rep..
     for the run id <backend>[/<design>]/<campaign>/<criterion>/... (the path grammar)."""
-
     scope, rest = paths.split_run_id(run_id)
-    return f"{results_dir}/{scope}/runs/{rest}"
+    return paths.metrics_pattern(results_dir).format(scope=scope, rest=rest)
 
 
 def _metric_kw(args) -> dict:
