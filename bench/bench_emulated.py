@@ -113,10 +113,9 @@ def main(argv=None) -> int:
         print("bench_emulated: needs root; skipped", file=sys.stderr)
         return 0
     from tcpeval.backends import get_backend
-    from tcpeval.spec import adhoc_condition
-
     from tcpeval.backends.emulated import reference
     from tcpeval.backends.fidelity import late_frames
+    from tcpeval.spec import adhoc_condition
 
     rtts = tuple(float(x) for x in args.rtts.split(","))
     flow_counts = tuple(int(x) for x in args.flows.split(","))

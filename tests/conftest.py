@@ -4,8 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from root_gate import (pytest_addoption, pytest_collection_modifyitems,  # noqa: F401 (hooks)
-                       pytest_configure, pytest_runtest_makereport)
+from root_gate import (  # noqa: F401 (hooks)
+    pytest_addoption,
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_runtest_makereport,
+)
 from tcpeval import spec
 
 REPO = Path(__file__).resolve().parents[1]

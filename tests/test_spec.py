@@ -1,5 +1,6 @@
 """The design expresses Table II exactly, campaigns scale it, and bad input stops early."""
 import copy
+
 import pytest
 import yaml
 

@@ -13,15 +13,16 @@ from tcpeval import spec, trace
 def make_record(samples=5):
     cond = spec.adhoc_condition(["bic", "reno"], rtt_ms=6.2, drop=1e-5, duration_s=5, starts=[0, 1])
     t = [round(0.1 * (i + 1), 1) for i in range(samples)]
-    flow = lambda i, v: {
-        "id": i, "variant": v, "impl": "port", "protocol": "tcp", "start_s": cond.flows[i].start_s,
-        "cc": {"requested": f"{v}316", "verified": f"{v}316", "object_sha256": "ab" * 32,
-               "source_sha256": "cd" * 32, "hz": 250},
-        "samples": {"t_s": t, "bytes": [1e8] * samples, "throughput_bps": [8e9] * samples,
-                    "cwnd_bytes": [1e6] * samples, "rtt_us": [6200.0] * samples, "retransmits": [0] * samples},
-        "summary": {"bytes": 1e8 * samples, "mean_throughput_bps": 8e9, "retransmits": 0},
-        "raw_files": [f"flow{i}.iperf3.json"],
-    }
+    def flow(i, v):
+        return {
+            "id": i, "variant": v, "impl": "port", "protocol": "tcp", "start_s": cond.flows[i].start_s,
+            "cc": {"requested": f"{v}316", "verified": f"{v}316", "object_sha256": "ab" * 32,
+                   "source_sha256": "cd" * 32, "hz": 250},
+            "samples": {"t_s": t, "bytes": [1e8] * samples, "throughput_bps": [8e9] * samples,
+                        "cwnd_bytes": [1e6] * samples, "rtt_us": [6200.0] * samples, "retransmits": [0] * samples},
+            "summary": {"bytes": 1e8 * samples, "mean_throughput_bps": 8e9, "retransmits": 0},
+            "raw_files": [f"flow{i}.iperf3.json"],
+        }
     return {
         "schema_version": trace.SCHEMA_VERSION,
         "run": {"path": "out", "backend": "emulated", "campaign": "adhoc", "criterion": "adhoc", "rep": 1},

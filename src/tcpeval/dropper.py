@@ -28,8 +28,8 @@ one of BPF, and has period 2**32 - 1, far beyond any run's packet count.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import math
+from dataclasses import dataclass, field
 
 MASK32 = 0xFFFFFFFF
 SEED_IF_ZERO = 0x2545F491

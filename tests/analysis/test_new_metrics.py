@@ -1,5 +1,6 @@
 """Retransmission rate, recovery after a disturbance, Jain's index per grid cell and the
 per-flow timelines, pinned against hand-computed cases (the arithmetic is in the comments)."""
+import dataclasses
 import math
 
 import numpy as np
@@ -191,7 +192,7 @@ def test_recovery_rejects_bad_window_and_parameters():
 
 def test_recovery_result_is_frozen():
     r = M.throughput_recovery(T10, [1000] * 10, 0.3, 0.6, start_s=0.0)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         r.pre_bps = 1.0
 
 

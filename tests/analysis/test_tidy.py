@@ -1,13 +1,12 @@
 """Trace -> per-run Parquet -> gathered tables: errors name the run, gather is incremental."""
 import json
-import math
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from tcpeval import paths, trace
-from tcpeval.analysis import extract, metrics, synthetic, tables, tidy
+from tcpeval.analysis import extract, metrics, tables, tidy
 from tcpeval.analysis.cli import per_run_dir
 from tcpeval.cli import main
 

@@ -8,9 +8,9 @@ trampoline then returns an uninitialised slot, 0x81104110 there)."""
 from __future__ import annotations
 
 import pytest
+from hostsim import LOSS, OPEN, RECOVERY, Sim
 
 import tcpeval.cc as cc
-from hostsim import LOSS, OPEN, RECOVERY, Sim
 
 RTT = 100_000  # us
 GARBAGE = 0x81104110  # what the skipped ssthresh() handed the stack on the VM

@@ -6,9 +6,9 @@ import ctypes as C
 from math import exp, log
 
 import pytest
+from hostsim import ACK_SLOWPATH, MSS, Sim
 
 import tcpeval.cc as cc
-from hostsim import ACK_SLOWPATH, MSS, Sim
 
 RTT = 100_000  # us
 
@@ -155,7 +155,7 @@ def test_cubic_follows_the_cubic(host_build):
     s.sk.snd_cwnd = 1000
     c, ss = s.loss()
     assert ss == 1000 * 717 // 1024
-    C_, beta = 41 * 10 / 1024, 717 / 1024
+    C_ = 41 * 10 / 1024
     k = ((1000 - ss) / C_) ** (1 / 3)        # K from the window after the decrease
     t, worst = 0.0, 0.0
     for _ in range(150):
@@ -265,7 +265,7 @@ def _trajectory(host_build, variant, k):
     snap()
     s.loss()
     snap()
-    for i in range(40):
+    for _ in range(40):
         round_trip(24_200)
         snap()
     out.append(s.undo())

@@ -22,6 +22,7 @@ from pathlib import Path
 import deps_commands
 import deps_debian
 import deps_latex
+
 from tcpeval.report import texfiles
 
 VENV_BIN = Path(sys.executable).parent

@@ -6,9 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
-
 import deps_check
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 APT_LIST = REPO / "tools" / "apt-packages.txt"

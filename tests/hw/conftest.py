@@ -11,6 +11,7 @@ sys.path.insert(0, str(TB_DIR))
 
 import dropper_sim  # noqa: E402
 
+
 @pytest.fixture(scope="session")
 def bench(tmp_path_factory):
     """Compile the bench once per TDATA width; returns width -> vvp image."""

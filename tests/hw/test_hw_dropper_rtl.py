@@ -10,13 +10,24 @@ import json
 import math
 from pathlib import Path
 
+import dropper_sim as sim
 import pytest
 
-import dropper_sim as sim
 from tcpeval.dropper import (
-    CONTROL_CLEAR, CONTROL_ENABLE, CONTROL_RESEED, REG_CONTROL, REG_DROPPED_HI,
-    REG_DROPPED_LO, REG_SEED, REG_SEEN_HI, REG_SEEN_LO, REG_THRESHOLD_HI,
-    REG_THRESHOLD_LO, SEED_IF_ZERO, DropModule, threshold_for,
+    CONTROL_CLEAR,
+    CONTROL_ENABLE,
+    CONTROL_RESEED,
+    REG_CONTROL,
+    REG_DROPPED_HI,
+    REG_DROPPED_LO,
+    REG_SEED,
+    REG_SEEN_HI,
+    REG_SEEN_LO,
+    REG_THRESHOLD_HI,
+    REG_THRESHOLD_LO,
+    SEED_IF_ZERO,
+    DropModule,
+    threshold_for,
 )
 
 VECTORS = Path(__file__).resolve().parents[2] / "hw" / "dropper" / "vectors"

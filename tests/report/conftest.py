@@ -1,9 +1,9 @@
 import json
 
 import pytest
+from report_helpers import CC_PARAMS_FIXTURE, build_results
 
 from tcpeval import spec
-from report_helpers import CC_PARAMS_FIXTURE, build_results
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,12 @@
 """Figures draw the values of the tidy tables at the places their axes say, full and
 partial matrix; captions say what is shown, missing and excluded."""
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tcpeval.analysis import tables
-from tcpeval.report import figures
 from tcpeval.paths import format_rtt
+from tcpeval.report import figures
 from tcpeval.report.latex import fmt_drop
 
 

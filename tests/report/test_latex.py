@@ -5,11 +5,10 @@ from collections import Counter
 
 import pytest
 
+from tcpeval import paths, spec
 from tcpeval.analysis import tables
 from tcpeval.cli import main
-from tcpeval import paths
 from tcpeval.report import latex, macros
-from tcpeval import spec
 from tcpeval.spec import REPO_ROOT as REPO
 
 

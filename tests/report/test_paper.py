@@ -6,11 +6,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from report_helpers import build_results, copy_paper  # noqa: E402
 
 from tcpeval.cli import main
 from tcpeval.report import paper
-
-from report_helpers import build_results, copy_paper  # noqa: E402
 
 needs_latex = pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk not installed")
 

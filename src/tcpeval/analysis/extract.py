@@ -23,8 +23,8 @@ import numpy as np
 
 from tcpeval import dilation, paths
 from tcpeval import trace as trace_mod
-from tcpeval.condition import Condition
 from tcpeval.analysis import metrics as M
+from tcpeval.condition import Condition
 
 try:  # orjson parses the large sample arrays several times faster; json is the fallback
     import orjson as _orjson

@@ -26,9 +26,9 @@ import pyarrow.parquet as pq
 
 from tcpeval import paths
 from tcpeval.analysis import extract
+from tcpeval.analysis import metrics as M
 from tcpeval.analysis.extract import BadTrace
 from tcpeval.errors import SpecError
-from tcpeval.analysis import metrics as M
 
 RUN_FILE, FLOWS_FILE, SAMPLES_FILE = "run.parquet", "flows.parquet", "samples.parquet"
 RUNS_TABLE, FLOWS_TABLE, SAMPLES_TABLE = "runs.parquet", "flows.parquet", "samples.parquet"

@@ -5,15 +5,35 @@ One C source per algorithm (cc/src/<variant>316.c) builds as a BPF struct_ops
 object (loaded here), a kernel module (build_modules) and a userspace library for
 the unit harness (build_host).
 """
-from ._build import build, build_host, build_modules, check_host, host_status, kernel_headers
-from ._common import (CCError, HostError, IMPLS, UnknownVariantError, VARIANTS,
-                      available_algorithms, kernel_name, source_sha256,
-                      struct_ops_map_ids)
+from ._build import (
+                      build,
+                      build_host,
+                      build_modules,
+                      check_host,
+                      host_status,
+                      kernel_headers,
+)
+from ._common import (
+                      IMPLS,
+                      VARIANTS,
+                      CCError,
+                      HostError,
+                      UnknownVariantError,
+                      available_algorithms,
+                      kernel_name,
+                      source_sha256,
+                      struct_ops_map_ids,
+)
 from ._guard import guard_stats, parse_bss_dump
 from ._load import CCHandle, loaded, loaded_object
 from ._params import parameters
-from ._verify import (set_socket_algorithm, socket_algorithm, ss_algorithms,
-                      verify_flows, verify_socket_algorithm)
+from ._verify import (
+                      set_socket_algorithm,
+                      socket_algorithm,
+                      ss_algorithms,
+                      verify_flows,
+                      verify_socket_algorithm,
+)
 
 __all__ = [
     "VARIANTS", "IMPLS", "CCError", "HostError", "UnknownVariantError", "CCHandle",

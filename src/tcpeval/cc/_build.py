@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
-from ._common import CC_DIR, CCError, HostError, SUFFIX, VARIANTS, default_build_dir
+from ._common import CC_DIR, SUFFIX, VARIANTS, CCError, HostError, default_build_dir
 
 CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_BPF = 12, 21, 39
 

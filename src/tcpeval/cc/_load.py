@@ -15,8 +15,15 @@ from pathlib import Path
 from typing import Iterator
 
 from ._build import bpf_object, build, check_host, loader_path
-from ._common import (CCError, available_algorithms, check_impl, check_variant,
-                      kernel_name, sha256_file, source_sha256)
+from ._common import (
+    CCError,
+    available_algorithms,
+    check_impl,
+    check_variant,
+    kernel_name,
+    sha256_file,
+    source_sha256,
+)
 
 STATE_DIR = Path("/run/tcpeval-cc")
 READY_TIMEOUT = 20.0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from ._common import CCError, VARIANTS, source_path
+from ._common import VARIANTS, CCError, source_path
 
 _PARAM = re.compile(r'^CC_PARAM\(\s*(\w+)\s*,\s*(-?\d+)\s*,\s*"((?:[^"\\]|\\.)*)"\s*\);', re.M)
 _NOTE = re.compile(r'^CC_NOTE\(\s*(\w+)\s*,\s*"([^"]*)"\s*,\s*"((?:[^"\\]|\\.)*)"\s*\);', re.M)

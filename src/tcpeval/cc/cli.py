@@ -5,9 +5,18 @@ import json
 
 from tcpeval.errors import UserError
 
-from . import (CCError, VARIANTS, available_algorithms, build, build_modules, host_status,
-               kernel_headers, kernel_name, parameters)
-from ._build import bpf_object, _out
+from . import (
+    VARIANTS,
+    CCError,
+    available_algorithms,
+    build,
+    build_modules,
+    host_status,
+    kernel_headers,
+    kernel_name,
+    parameters,
+)
+from ._build import _out, bpf_object
 from ._common import SUFFIX
 
 

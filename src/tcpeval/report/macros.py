@@ -12,9 +12,9 @@ import pandas as pd
 from tcpeval import provenance, spec
 from tcpeval.analysis import tables as T
 from tcpeval.analysis.metrics import DEFAULT_EPSILON, DEFAULT_LAMBDA
-from tcpeval.report import claims as C
 from tcpeval.paths import format_drop, format_rtt
-from tcpeval.report.latex import Macros, NA, escape, fmt_drop, gbps, num, pct
+from tcpeval.report import claims as C
+from tcpeval.report.latex import NA, Macros, escape, fmt_drop, gbps, num, pct
 
 
 def _distinct(series: pd.Series) -> str:
