@@ -10,6 +10,12 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 IPERF3_PORT = 5201
+# Flows end within this long after the run's duration (iperf3's report included).
+FINISH_GRACE_S = 20.0
+# How long a run waits for another experiment on the same host (emulated host lock).
+LOCK_TIMEOUT_S = 900.0
+CC_SYSCTL = "net.ipv4.tcp_congestion_control"  # a host's (namespace's) default algorithm
+AVAILABLE_CC_PATH = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 
 # The paper's host settings (Sec. IV), applied on the endpoints (namespaces or hosts).
 PAPER_SYSCTLS = {
