@@ -37,7 +37,7 @@ PAPER_SYSCTLS = {
 # paced, 2 x cwnd/RTT in slow start, which 3.16 (without fq) never did; that alone fires
 # 3.16 HyStart's ACK-train test at ~75 segments. Reno is always built in and never paces.
 STACK_316 = {
-    "net.ipv4.tcp_congestion_control": "reno",
+    CC_SYSCTL: "reno",
     "net.ipv4.tcp_recovery": 0,
     "net.ipv4.tcp_limit_output_bytes": 131072,
     "net.ipv4.tcp_comp_sack_nr": 0,
@@ -115,8 +115,8 @@ def iperf3_server_args(interval_s: float) -> list[str]:
 
 
 # The client's per-interval bytes are what the application wrote into its socket; with a
-# send buffer of up to 1 GiB they run ahead of the link (a 20-s run buffered 0.7 GB on the
-# development VM, +24 % on the mean). Throughput is therefore taken at the receiver.
+# send buffer of up to 1 GiB they run ahead of the link (by a quarter of the mean in a
+# 20-s run; docs/fidelity.md). Throughput is therefore taken at the receiver.
 def parse_iperf3(data: dict, index: int, protocol: str = "tcp") -> dict:
     """Columnar samples and a summary from an iperf3 client's JSON (``-J``).
 

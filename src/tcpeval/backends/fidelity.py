@@ -100,9 +100,9 @@ def tolerances(dilation: int = 1) -> dict:
 # What a busy or virtualised host does to a run now and then, unlike a setting it cannot
 # realise: the ACK path stalled (delay line), a disturbed RTT set-up, the ports' hooks
 # skipped (cc, and the window and receiver-rate excesses that follow from it), and a
-# stretched ACK clock, which at low rates varies between runs of one setting (this VM,
-# 0.2 Gbps: 1.99 to 2.87 segments per ACK). A run flagged only for these is worth running
-# again (EmulatedBackend attempts); the trace keeps every attempt's reasons, and a run
+# stretched ACK clock, which at low rates varies between runs of one setting
+# (docs/fidelity.md, "Measurements behind the backend's choices"). A run flagged only for
+# these is worth running again (EmulatedBackend attempts); the trace keeps every attempt's reasons, and a run
 # that stays flagged through every attempt stays flagged.
 TRANSIENT = ("delay line:", "cc:", "window:", "receiver rate:", "rtt: measured", "ACK clock:")
 
@@ -166,8 +166,8 @@ def ack_clock_check(segments_per_ack: float | None, acks: int | None,
     """after_hole_fills: the same ratio with HOLE_FILL_ACKS ACKs per retransmission left
     out, judged against the lower bound only: a filled hole releases a window's data to
     the reader at once, and the window updates of its reads (tcp_cleanup_rbuf, 3.16 too)
-    and the immediate ACK of the fill add about ten ACKs per retransmission (9.4-9.5
-    measured at 24.2 and 512 ms after buffer overflows)."""
+    and the immediate ACK of the fill add about ten ACKs per retransmission
+    (docs/fidelity.md)."""
     if segments_per_ack is None or not acks or acks < MIN_ACKS:
         return None
     lo, hi = SEGS_PER_ACK
