@@ -47,7 +47,7 @@ STACK_316 = {
 NEWER_KERNEL_KNOBS = frozenset({"net.ipv4.tcp_comp_sack_nr", "net.ipv4.tcp_backlog_ack_defer",
                                 "net.ipv4.tcp_rto_min_us"})
 RECORDED_SYSCTLS = sorted(set(PAPER_SYSCTLS) | set(STACK_316) | {
-    "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
+    CC_SYSCTL, "net.ipv4.tcp_available_congestion_control",
     "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_ecn", "net.ipv4.tcp_frto",
     "net.ipv4.tcp_early_retrans", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_autocorking",
     "net.ipv4.tcp_moderate_rcvbuf", "net.ipv4.tcp_pacing_ss_ratio", "net.ipv4.tcp_pacing_ca_ratio",

@@ -115,6 +115,6 @@ def for_calibration(condition, rtt_ms: float, duration_s: float, rate_bps: float
     shaped = rate_bps is not None
     return Plan(rate_bps=rate_bps, buffer_bytes=bdp_buffer(rate_bps, rtt_ms) if shaped else 0,
                 rtt_ms=rtt_ms, drop=0.0, seed=1, background_loss=0.0, duration_s=duration_s,
-                interval_s=0.5, flows=list(condition.flows), stack=stack_settings(condition), hz=250,
+                interval_s=0.5, flows=list(condition.flows), stack=stack_settings(condition), hz=condition.hz,
                 host_capacity_bps=rate_bps, calibration=None,
                 rate_source="calibration (faithful rate search)" if shaped else "unshaped (calibration)")

@@ -331,7 +331,8 @@ class Topology:
 RECEIVE_WINDOW_FACTOR = 2   # window clamp = 2 x (BDP + bottleneck buffer)
 RECEIVE_BUFFER_FACTOR = 4   # receive buffer = 4 x the clamp
 RECEIVE_WINDOW_MIN = 1 << 20
-RECEIVE_BUFFER_MAX = 1 << 30  # the paper's hosts' tcp_rmem maximum
+_RMEM_MIN, _, _RMEM_MAX = common.PAPER_SYSCTLS["net.ipv4.tcp_rmem"].split()
+RECEIVE_BUFFER_MAX = int(_RMEM_MAX)  # the paper's hosts' tcp_rmem maximum
 UNSHAPED_RATE_BPS = 10e9      # no bottleneck (calibration): size for the paper's 10G
 
 
@@ -343,7 +344,7 @@ def receive_window(rate_bps: float | None, rtt_ms: float, buffer_bytes: int) -> 
     window = min(window, buffer // RECEIVE_BUFFER_FACTOR)
     return {"window_clamp_bytes": window, "buffer_bytes": buffer,
             "sysctls": {"net.ipv4.tcp_moderate_rcvbuf": 0,
-                        "net.ipv4.tcp_rmem": f"4096 {buffer} {RECEIVE_BUFFER_MAX}"},
+                        "net.ipv4.tcp_rmem": f"{_RMEM_MIN} {buffer} {RECEIVE_BUFFER_MAX}"},
             # The kernel sets the clamp to the whole buffer at the first data segment
             # (tcp_measure_rcv_mss, 6.x), so the first ACK offers that window before the
             # server's first read clamps it again. A window may not shrink by default, and
