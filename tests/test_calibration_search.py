@@ -54,3 +54,25 @@ def test_transient_trouble_is_retried_before_stepping_down(tmp_path):
                                     start_bps=1.4e9)
     assert calls == [1.2e9] * calibrate.FAITHFUL_TRIES + [0.9e9]
     assert found["rate_bps"] == 0.9e9
+
+
+def test_calibration_points_are_the_paper_designs_shortest_and_longest_rtt():
+    assert calibrate.calibration_points() == ((1, 0.2), (1, 24.2), (2, 24.2))
+    other = {"criteria": {"responsiveness": {"grid": {"rtt_ms": [50, 2, 10]}}}}
+    assert calibrate.calibration_points(other) == ((1, 2), (1, 50), (2, 50))
+
+
+def test_calibration_measures_the_host_at_those_points(tmp_path, monkeypatch):
+    monkeypatch.setenv("TCPEVAL_CACHE", str(tmp_path / "cache"))
+    unshaped = []
+
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None):
+        if rate_bps is None:
+            unshaped.append((flows, rtt_ms))
+        carried = 1.0e9 if rate_bps is None else min(rate_bps, 1.0e9)
+        return {"fidelity": {"verdict": "ok", "reasons": []},
+                "flows": [{"summary": {"mean_throughput_bps": carried}}],
+                "measured": {"steady_throughput_bps": carried, "rtt_ms": rtt_ms, "acks": {}}}
+    data = calibrate.calibrate(executor, {"tevdelay": "0" * 64}, duration_s=1)
+    assert unshaped == list(calibrate.calibration_points())
+    assert [(p["flows"], p["rtt_ms"]) for p in data["points"]] == unshaped

@@ -193,3 +193,30 @@ def test_older_traces_without_the_threshold_count_histogram_buckets():
              "error_histogram": {"lt_q": 5, "lt_2q": 4, "lt_5q": 3, "lt_10q": 2, "lt_100q": 20, "ge_100q": 1}}
     # buckets wholly beyond 0.5 ms: [10q, 100q) and >= 100q (q = 0.05 ms)
     assert fidelity.late_frames(stats) == 21
+
+
+# ------------------------------------------------- one verdict for both backends
+
+def test_checks_without_a_measurement_are_skipped_as_on_the_testbed():
+    # the testbed has the drop counters, ping's RTT and the senders' default algorithm,
+    # nothing else: only those are judged, in the order drop, rtt, pacing
+    v = fidelity.verdict(p=1e-2, seen=100_000, dropped=5, rtt_setting_ms=6.2, rtt_ms=7.0,
+                         sender_defaults={"s1": "bbr"})
+    kinds = [r.split(":", 1)[0] for r in v["reasons"]]
+    assert kinds == ["drop", "rtt", "pacing"], v["reasons"]
+    assert v["reasons"][1] == "rtt: measured 7.000 ms, setting 6.2 ms, tolerance +-0.186 ms"
+    ok = fidelity.verdict(p=0, seen=100_000, dropped=0, rtt_setting_ms=6.2, rtt_ms=6.25,
+                          sender_defaults={"s1": "reno"})
+    assert ok["verdict"] == "ok" and ok["tolerances"] == fidelity.tolerances()
+
+
+def test_without_a_configured_rate_no_rate_check_applies():
+    # an unshaped calibration run (and the testbed): no capacity to exceed, no shortfall
+    v = fidelity.verdict(p=0, seen=10**6, dropped=0, rtt_setting_ms=0.2, base_rtt_ms=0.1, rtt_ms=0.2,
+                         rate_bps=None, host_capacity_bps=None, achieved_bps=1e9, cpu_busy=1.0,
+                         delay_stats=None, max_cwnd_bytes=1e12, interval_bps=[50e9])
+    assert v["reasons"] == []
+    shaped = fidelity.verdict(p=0, seen=10**6, dropped=0, rtt_setting_ms=0.2, base_rtt_ms=0.1, rtt_ms=0.2,
+                              rate_bps=1e9, host_capacity_bps=None, achieved_bps=1e9, cpu_busy=0.5,
+                              delay_stats=None)
+    assert shaped["reasons"] == ["rate: host capacity unknown (run `tcpeval calibrate`)"]

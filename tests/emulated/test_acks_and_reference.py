@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tcpeval.backends.emulated import host
-from tcpeval.backends.emulated.runner import _ack_record
+from tcpeval.backends.emulated.counters import ack_record as _ack_record
 
 
 def test_ack_record_gives_receiver_segments_per_ack_and_merges():

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from tcpeval.backends.emulated.runner import WIRE_FRAME_BYTES
+from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES
 from tcpeval.backends.emulated.topology import sender_gso_max_segs
 from tcpeval.spec import adhoc_condition
 

@@ -96,3 +96,26 @@ def test_the_example_description_is_valid_and_names_missing_fields(tmp_path):
         load_description(path)
     assert "receivers[1].data_ip: required" in str(err.value)
     assert "dropper.write: the template must contain {address}, {value}" in str(err.value)
+
+
+def test_both_backends_share_one_record_skeleton(tmp_path):
+    # backends/record.py: the trace format's version from tcpeval.trace, the verdict's
+    # internal checks left out, notes only where a backend keeps them
+    from tcpeval.backends import fidelity, record
+
+    cond = condition(6.2)
+    v = fidelity.verdict(p=cond.drop, seen=0, dropped=0, rtt_setting_ms=6.2, rtt_ms=6.2)
+    rec = record.build(condition=cond, run_dir=tmp_path, backend="testbed", environment={}, mechanisms={},
+                       flows=[], measured={"drop": record.drop_measurement(0, 0)}, verdict=v,
+                       started_at="t0")
+    assert rec["schema_version"] == trace.SCHEMA_VERSION
+    assert list(rec) == ["schema_version", "run", "condition", "environment", "mechanisms", "flows",
+                         "measured", "fidelity", "started_at", "finished_at"]
+    assert set(rec["fidelity"]) == {"verdict", "reasons", "tolerances"} and "checks" in v
+    assert rec["measured"]["drop"] == {"seen": 0, "dropped": 0, "rate": None, "ci95": [0.0, 1.0],
+                                       "interval": "wilson"}
+    assert "notes" in record.build(condition=cond, run_dir=tmp_path, backend="emulated", environment={},
+                                   mechanisms={}, flows=[], measured={}, verdict=v, started_at="t0", notes=[])
+    with pytest.raises(BackendError, match="refusing to overwrite"):
+        (tmp_path / trace.TRACE_FILE).write_text("{}")
+        record.refuse_overwrite(tmp_path, force=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import platform
 from pathlib import Path
 
+from tcpeval.backends import common
 from tcpeval.backends.base import BackendError
 
 MODULE_DIR = Path("/lib/modules")
@@ -27,7 +28,7 @@ def native_here() -> list[str]:
     """This host's algorithms: tcp_available_congestion_control, then the tcp_<name>
     modules of the running kernel the stack can autoload (none without module support)."""
     try:
-        names = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+        names = Path(common.AVAILABLE_CC_PATH).read_text().split()
     except OSError:
         names = []
     if Path("/proc/modules").exists():

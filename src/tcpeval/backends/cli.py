@@ -11,6 +11,7 @@ import re
 import sys
 from pathlib import Path
 
+from tcpeval.backends import common
 from tcpeval.errors import UserError
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
@@ -312,7 +313,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing trace")
     p.add_argument("--testbed", help="testbed description (backend testbed; default config/testbed.yaml "
                                      "or $TCPEVAL_TESTBED)")
-    p.add_argument("--lock-timeout", type=float, default=900.0, help="wait this long for the host lock")
+    p.add_argument("--lock-timeout", type=float, default=common.LOCK_TIMEOUT_S, help="wait this long for the host lock")
     p.add_argument("--attempts", type=int, default=None,
                    help="emulated: run a condition again when the host (not the setting) spoiled "
                         "it -- stalled ACK path, skipped congestion-control hooks -- up to this "
@@ -323,7 +324,7 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("calibrate", help="measure what this host carries on the emulated path (cached)")
     p.add_argument("--duration", type=float, default=4.0, help="seconds per calibration point")
     p.add_argument("--show", action="store_true", help="print the cached calibration")
-    p.add_argument("--lock-timeout", type=float, default=900.0)
+    p.add_argument("--lock-timeout", type=float, default=common.LOCK_TIMEOUT_S)
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_calibrate)
 

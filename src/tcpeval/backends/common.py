@@ -10,6 +10,12 @@ from pathlib import Path
 from tcpeval.provenance import REPO_ROOT, git_revision  # noqa: F401 (re-exported for the backends)
 
 IPERF3_PORT = 5201
+# Flows end within this long after the run's duration (iperf3's report included).
+FINISH_GRACE_S = 20.0
+# How long a run waits for another experiment on the same host (emulated host lock).
+LOCK_TIMEOUT_S = 900.0
+CC_SYSCTL = "net.ipv4.tcp_congestion_control"  # a host's (namespace's) default algorithm
+AVAILABLE_CC_PATH = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 
 # The paper's host settings (Sec. IV), applied on the endpoints (namespaces or hosts).
 PAPER_SYSCTLS = {
@@ -31,7 +37,7 @@ PAPER_SYSCTLS = {
 # paced, 2 x cwnd/RTT in slow start, which 3.16 (without fq) never did; that alone fires
 # 3.16 HyStart's ACK-train test at ~75 segments. Reno is always built in and never paces.
 STACK_316 = {
-    "net.ipv4.tcp_congestion_control": "reno",
+    CC_SYSCTL: "reno",
     "net.ipv4.tcp_recovery": 0,
     "net.ipv4.tcp_limit_output_bytes": 131072,
     "net.ipv4.tcp_comp_sack_nr": 0,
@@ -41,7 +47,7 @@ STACK_316 = {
 NEWER_KERNEL_KNOBS = frozenset({"net.ipv4.tcp_comp_sack_nr", "net.ipv4.tcp_backlog_ack_defer",
                                 "net.ipv4.tcp_rto_min_us"})
 RECORDED_SYSCTLS = sorted(set(PAPER_SYSCTLS) | set(STACK_316) | {
-    "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
+    CC_SYSCTL, "net.ipv4.tcp_available_congestion_control",
     "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_ecn", "net.ipv4.tcp_frto",
     "net.ipv4.tcp_early_retrans", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_autocorking",
     "net.ipv4.tcp_moderate_rcvbuf", "net.ipv4.tcp_pacing_ss_ratio", "net.ipv4.tcp_pacing_ca_ratio",
@@ -96,8 +102,8 @@ def iperf3_server_args(interval_s: float) -> list[str]:
 
 
 # The client's per-interval bytes are what the application wrote into its socket; with a
-# send buffer of up to 1 GiB they run ahead of the link (a 20-s run buffered 0.7 GB on the
-# development VM, +24 % on the mean). Throughput is therefore taken at the receiver.
+# send buffer of up to 1 GiB they run ahead of the link (by a quarter of the mean in a
+# 20-s run; docs/fidelity.md). Throughput is therefore taken at the receiver.
 def parse_iperf3(data: dict, index: int, protocol: str = "tcp") -> dict:
     """Columnar samples and a summary from an iperf3 client's JSON (``-J``).
 

@@ -100,9 +100,9 @@ def tolerances(dilation: int = 1) -> dict:
 # What a busy or virtualised host does to a run now and then, unlike a setting it cannot
 # realise: the ACK path stalled (delay line), a disturbed RTT set-up, the ports' hooks
 # skipped (cc, and the window and receiver-rate excesses that follow from it), and a
-# stretched ACK clock, which at low rates varies between runs of one setting (this VM,
-# 0.2 Gbps: 1.99 to 2.87 segments per ACK). A run flagged only for these is worth running
-# again (EmulatedBackend attempts); the trace keeps every attempt's reasons, and a run
+# stretched ACK clock, which at low rates varies between runs of one setting
+# (docs/fidelity.md, "Measurements behind the backend's choices"). A run flagged only for
+# these is worth running again (EmulatedBackend attempts); the trace keeps every attempt's reasons, and a run
 # that stays flagged through every attempt stays flagged.
 TRANSIENT = ("delay line:", "cc:", "window:", "receiver rate:", "rtt: measured", "ACK clock:")
 
@@ -166,8 +166,8 @@ def ack_clock_check(segments_per_ack: float | None, acks: int | None,
     """after_hole_fills: the same ratio with HOLE_FILL_ACKS ACKs per retransmission left
     out, judged against the lower bound only: a filled hole releases a window's data to
     the reader at once, and the window updates of its reads (tcp_cleanup_rbuf, 3.16 too)
-    and the immediate ACK of the fill add about ten ACKs per retransmission (9.4-9.5
-    measured at 24.2 and 512 ms after buffer overflows)."""
+    and the immediate ACK of the fill add about ten ACKs per retransmission
+    (docs/fidelity.md)."""
     if segments_per_ack is None or not acks or acks < MIN_ACKS:
         return None
     lo, hi = SEGS_PER_ACK
@@ -231,31 +231,59 @@ def pacing_check(sender_defaults: dict) -> str | None:
     return None
 
 
-def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, base_rtt_ms: float | None,
-            rtt_ms: float | None, rate_bps: float, host_capacity_bps: float | None,
-            achieved_bps: float | None, cpu_busy: float | None, delay_stats: dict | None,
+def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, rtt_ms: float | None,
+            base_rtt_ms: float | None = None, rate_bps: float | None = None,
+            host_capacity_bps: float | None = None, achieved_bps: float | None = None,
+            cpu_busy: float | None = None, delay_stats: dict | None = None,
             max_cwnd_bytes: float | None = None, buffer_bytes: float | None = None,
             segments_per_ack: float | None = None, receiver_acks: int | None = None,
             segments_per_ack_after_hole_fills: float | None = None,
             interval_bps: list = (), interval_s: float | None = None, cc_guard: dict | None = None,
             sender_defaults: dict | None = None,
             extra_reasons: list[str] = (), dilation: int = 1) -> dict:
-    """Every time-valued argument is physical; `dilation` converts the tolerances."""
+    """The verdict of both backends. Every time-valued argument is physical; `dilation`
+    converts the tolerances. A check whose measurement a backend does not have is skipped
+    when its input is None (or empty): the testbed has no base-RTT bound, delay line,
+    window, ACK-clock or guard data, and no configured rate to judge (rate_bps None, as an
+    unshaped calibration run); only the drop and the measured RTT are always judged."""
     k = dilation
     reasons = list(extra_reasons)
-    checks = {}
-    reason, checks["drop"] = drop_check(p, seen, dropped)
-    if reason:
-        reasons.append(reason)
-    tol = rtt_tolerance_ms(rtt_setting_ms, k)
-    if base_rtt_ms is not None and base_rtt_ms > rtt_setting_ms + tol:
-        reasons.append(f"rtt: the path's base RTT {base_rtt_ms:.3f} ms exceeds the setting "
-                       f"{rtt_setting_ms} ms")
+    reason, drop_status = drop_check(p, seen, dropped)
+    reasons += [reason] if reason else []
+    reasons += _rtt_reasons(rtt_setting_ms, base_rtt_ms, rtt_ms, k)
+    if rate_bps is not None:
+        reasons += _rate_reasons(p, rate_bps, host_capacity_bps, achieved_bps, cpu_busy)
+    reasons += _delay_line_reasons(delay_stats, k)
+    rate = rate_bps or 0.0
+    for reason in (window_check(max_cwnd_bytes, rate, rtt_setting_ms, buffer_bytes),
+                   ack_clock_check(segments_per_ack, receiver_acks, segments_per_ack_after_hole_fills),
+                   receiver_rate_check(list(interval_bps), rate,
+                                       held_bytes=(rate * rtt_setting_ms / 8000 + (buffer_bytes or 0))
+                                       if rate else 0.0, interval_s=interval_s),
+                   guard_check(cc_guard), pacing_check(sender_defaults or {})):
+        if reason:
+            reasons.append(reason)
+    return {"verdict": "flagged" if reasons else "ok", "reasons": reasons,
+            "tolerances": tolerances(k), "checks": {"drop": drop_status}}
+
+
+def _rtt_reasons(setting_ms: float, base_ms: float | None, rtt_ms: float | None, k: int) -> list[str]:
+    reasons = []
+    tol = rtt_tolerance_ms(setting_ms, k)
+    if base_ms is not None and base_ms > setting_ms + tol:
+        reasons.append(f"rtt: the path's base RTT {base_ms:.3f} ms exceeds the setting "
+                       f"{setting_ms} ms")
     if rtt_ms is None:
         reasons.append("rtt: not measured")
-    elif abs(rtt_ms - rtt_setting_ms) > tol:
-        reasons.append(f"rtt: measured {rtt_ms:.3f} ms, setting {rtt_setting_ms} ms, "
+    elif abs(rtt_ms - setting_ms) > tol:
+        reasons.append(f"rtt: measured {rtt_ms:.3f} ms, setting {setting_ms} ms, "
                        f"tolerance +-{tol:.3f} ms")
+    return reasons
+
+
+def _rate_reasons(p: float, rate_bps: float, host_capacity_bps: float | None,
+                  achieved_bps: float | None, cpu_busy: float | None) -> list[str]:
+    reasons = []
     if host_capacity_bps is None:
         reasons.append("rate: host capacity unknown (run `tcpeval calibrate`)")
     elif rate_bps > host_capacity_bps:
@@ -265,29 +293,26 @@ def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, base_rt
             and achieved_bps < RATE_SHORTFALL * rate_bps):
         reasons.append(f"rate: host CPUs {cpu_busy:.0%} busy while the bottleneck carried "
                        f"{achieved_bps / 1e9:.3g} of {rate_bps / 1e9:.3g} Gbps: host-limited")
-    if delay_stats:
-        if delay_stats.get("ring_drops", 0) > 0:
-            reasons.append(f"delay line: {delay_stats['ring_drops']} frames lost in its rings")
-        total = delay_stats.get("forwarded", 0)
-        late = late_frames(delay_stats, k)
-        virtual = f" physical, {k} x the virtual limit" if k > 1 else ""
-        if total and late / total > LATE_SHARE_MAX:
-            reasons.append(f"delay line: {late}/{total} frames left more than "
-                           f"{_ms_key(LATE_MAX_MS * k)} ms late{virtual}")
-        held = (delay_stats.get("late_ge_ms") or {}).get(_ms_key(LATE_HARD_MS * k))
-        if total and held is not None and held / total > LATE_HARD_SHARE_MAX:
-            reasons.append(f"delay line: {held}/{total} frames held back {_ms_key(LATE_HARD_MS * k)} "
-                           f"ms or more{virtual} (max {delay_stats.get('max_late_ns', 0) / 1e6:.3g} ms)")
-    for reason in (window_check(max_cwnd_bytes, rate_bps, rtt_setting_ms, buffer_bytes),
-                   ack_clock_check(segments_per_ack, receiver_acks, segments_per_ack_after_hole_fills),
-                   receiver_rate_check(list(interval_bps), rate_bps,
-                                       held_bytes=(rate_bps * rtt_setting_ms / 8000 + (buffer_bytes or 0))
-                                       if rate_bps else 0.0, interval_s=interval_s),
-                   guard_check(cc_guard), pacing_check(sender_defaults or {})):
-        if reason:
-            reasons.append(reason)
-    return {"verdict": "flagged" if reasons else "ok", "reasons": reasons,
-            "tolerances": tolerances(k), "checks": checks}
+    return reasons
+
+
+def _delay_line_reasons(delay_stats: dict | None, k: int) -> list[str]:
+    if not delay_stats:
+        return []
+    reasons = []
+    if delay_stats.get("ring_drops", 0) > 0:
+        reasons.append(f"delay line: {delay_stats['ring_drops']} frames lost in its rings")
+    total = delay_stats.get("forwarded", 0)
+    late = late_frames(delay_stats, k)
+    virtual = f" physical, {k} x the virtual limit" if k > 1 else ""
+    if total and late / total > LATE_SHARE_MAX:
+        reasons.append(f"delay line: {late}/{total} frames left more than "
+                       f"{_ms_key(LATE_MAX_MS * k)} ms late{virtual}")
+    held = (delay_stats.get("late_ge_ms") or {}).get(_ms_key(LATE_HARD_MS * k))
+    if total and held is not None and held / total > LATE_HARD_SHARE_MAX:
+        reasons.append(f"delay line: {held}/{total} frames held back {_ms_key(LATE_HARD_MS * k)} "
+                       f"ms or more{virtual} (max {delay_stats.get('max_late_ns', 0) / 1e6:.3g} ms)")
+    return reasons
 
 
 def late_frames(stats: dict, dilation: int = 1) -> int:

@@ -1,12 +1,11 @@
 """Keep the host's vCPUs awake while a run lasts (`tevdelay awake`, one per CPU).
 
 In a VM an idle vCPU halts, and the hypervisor may hand its core to someone else; the
-timer or packet that should wake it then waits for the host. On the project's 2-core VM
-that showed as base RTTs of 1-1.5 ms at a 0.2 ms setting, ACKs held back 10-15 ms by a
-delay line that slept until its next frame was due, and 3-15 % of CPU time stolen in runs
-that kept the CPUs only 10-30 % busy. A SCHED_IDLE loop per CPU takes only time nothing
-else wants, so a vCPU with work runs it as before and one without never halts (A/B, same
-conditions: stolen time 0.2-1 %, held-back ACKs down 10-50x, base RTT 0.16-0.28 ms).
+timer or packet that should wake it then waits for the host: base RTTs several times
+the setting, ACKs held back by a delay line that slept until its next frame was due, and
+CPU time stolen in runs that kept the CPUs mostly idle. A SCHED_IDLE loop per CPU takes
+only time nothing else wants, so a vCPU with work runs it as before and one without
+never halts (the A/B measurement is in docs/fidelity.md).
 
 The loops' CPU time is not the run's load: `ticks()` reports it so that the runner can
 leave it out of `measured.cpu_busy`.
@@ -30,9 +29,9 @@ def root_cpu_group(pid: int | str = "self") -> tuple[str, Path | None]:
 
     SCHED_IDLE yields only within the loop's own scheduling group: in a cgroup (a
     container, a Slurm job) that group competes with the host's kernel threads, ksoftirqd
-    among them, as ordinary work, and their wakeups wait for the loop (measured in a
-    privileged container: native CUBIC at the calibrated rate 0.85-0.96 of it, 1.0 with the
-    loops in the root group). A privileged container with the host's /sys/fs/cgroup can
+    among them, as ordinary work, and their wakeups wait for the loop (in a privileged
+    container native CUBIC then fell short of the calibrated rate; docs/fidelity.md). A
+    privileged container with the host's /sys/fs/cgroup can
     put them there."""
     v1 = {}
     for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():

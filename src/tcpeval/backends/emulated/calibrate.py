@@ -3,8 +3,8 @@
 `tcpeval calibrate` (or the first run that needs it) pushes unshaped native-CUBIC flows
 through the complete per-packet path -- the run's own topology, CPU placement, offloads,
 the BPF dropper enabled at p = 0, the delay line -- for one flow at the shortest and the
-longest RTT of the paper (0.2 and 24.2 ms) and for two flows (the shared-bottleneck
-criteria) at 24.2 ms. The host capacity is the lowest steady-state throughput (second half
+longest RTT of the paper design (its responsiveness grid, config/design.yaml) and for two
+flows (the shared-bottleneck criteria) at the longest. The host capacity is the lowest steady-state throughput (second half
 of each run) of these points.
 
 A rate the host carries is not yet a rate it carries faithfully: at the same points the
@@ -33,17 +33,29 @@ import tempfile
 import time
 from pathlib import Path
 
-CALIBRATION_POINTS = ((1, 0.2), (1, 24.2), (2, 24.2))  # (flows, RTT ms)
+from tcpeval.backends.emulated.topology import MSS_BYTES, WIRE_FRAME_BYTES
+
 DEFAULT_FRACTION = 0.9
 FAITHFUL_STEP = 0.8
 FAITHFUL_FLOOR_BPS = 0.2e9
 FAITHFUL_TRIES = 3
-# Payload per wire frame of the paper's stack (MSS 1460 without timestamps, 1514-byte
-# frames), and the share of it a faithful link at p = 0 must deliver.
-PAYLOAD_SHARE = 1460 / 1514
+# Payload per wire frame of the paper's stack (topology: MSS without timestamps in a
+# full-sized frame), and the share of it a faithful link at p = 0 must deliver.
+PAYLOAD_SHARE = MSS_BYTES / WIRE_FRAME_BYTES
 DELIVERY = 0.98
 VERSION = 3
 HERE = Path(__file__).resolve().parent
+
+
+def calibration_points(design: dict | None = None) -> tuple:
+    """((flows, RTT ms), ...): one flow at the shortest and at the longest RTT of the
+    design's responsiveness grid (default: the paper design), two flows at the longest."""
+    if design is None:
+        from tcpeval.spec import load_design
+        design = load_design()
+    rtts = design["criteria"]["responsiveness"]["grid"]["rtt_ms"]
+    shortest, longest = min(rtts), max(rtts)
+    return ((1, shortest), (1, longest), (2, longest))
 
 
 def _hash_backend_sources() -> str:
@@ -101,9 +113,9 @@ def delivered_shortfall(record: dict, rate_bps: float) -> list[str]:
     payload share (PAYLOAD_SHARE: the paper's segments in wire frames). A steady state
     below DELIVERY of that means the host, not the link, limited the flow -- on a 2-CPU
     host one saturated CPU leaves the host-wide figure the verdict watches far below
-    saturation, so the verdict alone would call such a rate faithful (this VM: 1.6 of 2.1
-    Gbps, verdict ok). 90 % of the wire rate was too lenient: at the 0.4 Gbps it let
-    through, time-dilated runs of 9.5 Gbps carried 8.8-9.0 of a possible 9.16."""
+    saturation, so the verdict alone would call such a rate faithful. 90 % of the wire
+    rate was too lenient: time-dilated runs at the rate it let through fell short of
+    their payload (docs/fidelity.md)."""
     steady = record["measured"]["steady_throughput_bps"] or 0.0
     payload = PAYLOAD_SHARE * rate_bps
     if steady < DELIVERY * payload:
@@ -152,7 +164,7 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, log=None
     points = []
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="tcpeval-calibrate-") as tmp:
-        for flows, rtt in CALIBRATION_POINTS:
+        for flows, rtt in calibration_points():
             log(f"calibration: {flows} unshaped flow(s) at {rtt} ms RTT for {duration_s:g} s ...")
             record = executor(rtt, duration_s, Path(tmp) / f"f{flows}-rtt{rtt}", flows)
             m = record["measured"]

@@ -13,7 +13,9 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from tcpeval.backends import common
 from tcpeval.backends.base import BackendError
+from tcpeval.backends.emulated import topology
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ class NativeHandle:
 
 
 def available_native() -> list[str]:
-    return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    return Path(common.AVAILABLE_CC_PATH).read_text().split()
 
 
 def cc_module():
@@ -112,3 +114,33 @@ def socket_algorithms(ns: str, port: int) -> list[str]:
             toks = [t for t in line.split() if ":" not in t and t not in ("ts", "sack", "ecn", "ecnseen")]
             algs.append(toks[0] if toks else None)
     return algs
+
+
+ALLOWED_CC_PATH = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+
+
+def load_flows(stack: contextlib.ExitStack, flows: list, hz: int, dilation: int = 1) -> list:
+    """Each TCP flow's algorithm loaded for the rest of ``stack`` (None for UDP flows)."""
+    return [stack.enter_context(loaded(flow.variant, flow.impl, hz, dilation=dilation, object_path=flow.object))
+            if flow.protocol == "tcp" else None for flow in flows]
+
+
+def set_namespace_defaults(topo, flows: list) -> None:
+    """Each sender namespace's default algorithm set to its flow's, so iperf3's control
+    connection uses it too and every socket of the sender can be checked (FlowProc
+    .default_cc_set says where that worked)."""
+    allowed = Path(ALLOWED_CC_PATH).read_text().split()
+    for fp in flows:
+        # Only for algorithms a namespace may take as default (tcp_allowed_...): for
+        # others the kernel answers EPERM and, in this kernel, keeps a reference to the
+        # algorithm on that path, so an unregistered port's struct_ops map would linger
+        # until reboot. Those keep the stack's default (reno, which never marks a socket
+        # for pacing; common.STACK_316).
+        if fp.kernel_name and fp.kernel_name in allowed:
+            fp.default_cc_set = bool(topology.sysctl(
+                topo.ns(f"s{fp.pair}"), {common.CC_SYSCTL: fp.kernel_name}, strict=False))
+
+
+def port_handles(handles: list) -> dict:
+    """{kernel name: handle} of the flows that run a 3.16 port (the guard's subjects)."""
+    return {h.kernel_name: h for h in handles if h is not None and h.impl == "port"}

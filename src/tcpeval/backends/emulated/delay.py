@@ -3,7 +3,7 @@
 Mechanism, chosen at run time:
 - ``netem``: where the kernel has sch_netem, a netem qdisc on the switch's ports toward
   the senders (the ACK path), limit far above BDP + buffer.
-- ``tevdelay-afpacket``: otherwise (this host: no sch_netem, sch_fq or etf), the
+- ``tevdelay-afpacket``: otherwise (a kernel without sch_netem, sch_fq or etf), the
   project's delay line (delayline/tevdelay.c) on the same ACK path: taps on the switch's
   ports from the receivers, re-injection toward the senders.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from tcpeval.backends.base import BackendError
@@ -187,3 +188,75 @@ class Prober:
         if self.echo.poll() is None:
             self.echo.kill()
             self.echo.wait()
+
+
+PROBES, PROBE_GAP_US = 41, 250  # idle-RTT probes per measurement (median), pacing
+MAX_CORRECTIONS = 3
+MAX_SELF_LATENCY_MS = 0.5  # the most the delay mechanism itself is trusted to add
+
+
+def mechanism_for(art: Artifacts, topo: topology.Topology, run_dir: Path, *, rtt_ms: float,
+                  rate_bps: float | None, buffer_bytes: int, rt_prio: int, cpu: int | None,
+                  held_ms: tuple):
+    """netem where the kernel has it, the delay line otherwise (not yet started)."""
+    if netem_available(topo.sw, topo.sender_ports()[0]):
+        rate = rate_bps or topology.UNSHAPED_RATE_BPS
+        limit = int((rate / 8 * (rtt_ms / 1000) + buffer_bytes) / 64) * 2
+        return Netem(topo, limit)
+    return DelayLine(art, topo, run_dir, rt_prio=rt_prio, cpu=cpu, held_ms=held_ms)
+
+
+@dataclass
+class RttSetting:
+    """The delay a run settled on: the path's base RTT, the delay added to reach the
+    setting, the correction steps it took, and the last idle-RTT measurement."""
+    base: dict
+    added_ms: float
+    corrections: int
+    probe: dict
+
+    @property
+    def base_ms(self) -> float:
+        return self.base["median_ms"]
+
+
+def set_rtt(delayer, prober: Prober, rtt_ms: float, tol_ms: float, log) -> RttSetting:
+    """Measure the path's base RTT, add the rest of the setting and correct for the
+    mechanism's own latency, up to MAX_CORRECTIONS steps, until the idle RTT lies within
+    a quarter of the tolerance ``tol_ms`` of the setting ``rtt_ms``. The delayer runs
+    (at 0: the base RTT) and the prober's echo is up."""
+    # replies awaited twice the (physical) RTT, at least 1 s
+    probe_args = {"count": PROBES, "interval_us": PROBE_GAP_US, "reply_wait_ms": max(1000.0, 2 * rtt_ms)}
+    base = prober.measure(**probe_args)
+    added_ms = max(0.0, rtt_ms - base["median_ms"])
+    corrections = 0
+    best = None  # (|error|, added) of the closest plausible measurement so far
+    while True:
+        delayer.start(int(added_ms * 1e6))
+        probe = prober.measure(**probe_args)
+        err = probe["median_ms"] - rtt_ms
+        log(f"idle RTT {probe['median_ms']:.3f} ms with {added_ms:.3f} ms added")
+        # beyond what the mechanism itself adds (wakeups, re-injection): a disturbed
+        # measurement (a stall of the host), not a bias to correct
+        plausible = abs(err) <= max(MAX_SELF_LATENCY_MS, 0.2 * added_ms)
+        if added_ms > 0 and plausible:
+            best = min(best or (abs(err), added_ms), (abs(err), added_ms))
+        if added_ms <= 0 or abs(err) <= tol_ms / 4 or corrections >= MAX_CORRECTIONS:
+            break
+        corrections += 1
+        if plausible:
+            # correct for the mechanism's own latency; repeated, since one median on a
+            # busy host can be off itself (a disturbed one is measured again rather than
+            # allowed to remove the delay)
+            added_ms = max(0.0, added_ms - err)
+    if best and abs(err) > tol_ms and best[0] < abs(err):
+        # the corrections chased a noisy median: go back to the setting that measured
+        # closest, and measure it once more with twice the probes
+        added_ms = best[1]
+        delayer.start(int(added_ms * 1e6))
+        probe = prober.measure(**{**probe_args, "count": 2 * PROBES})
+        log(f"idle RTT {probe['median_ms']:.3f} ms with {added_ms:.3f} ms added "
+            f"(closest setting, {2 * PROBES} probes)")
+    log(f"base RTT {base['median_ms']:.3f} ms; added {added_ms:.3f} ms ({delayer.mechanism}); "
+        f"idle RTT {probe['median_ms']:.3f} ms")
+    return RttSetting(base=base, added_ms=added_ms, corrections=corrections, probe=probe)

@@ -54,3 +54,64 @@ def test_run(art: Artifacts, seed: int, threshold: int, packets: int) -> dict:
     out = host.run([art.tevbpf, "testrun", art.dropper_obj, str(seed), str(threshold), str(packets)],
                    timeout=600)
     return json.loads(out.stdout)
+
+
+class DropStage:
+    """The run's drop stage: the drop module (one program and register map on every
+    receiver's link, after the bottleneck queue) and, with background loss, one more
+    dropper per link behind it (the ring's own rare losses, independent of the module).
+    Programmed disabled; enabled only while the traffic runs."""
+
+    def __init__(self, art: Artifacts, links: list[tuple[str, str]], drop: float, seed: int,
+                 background_loss: float = 0.0):
+        self.module = BpfDropper(art, *links[0], "ingress", program="tev_drop_stage", also=links[1:])
+        self.threshold = self.module.program(drop, seed)
+        self.seed, self.background_loss = seed, background_loss
+        self.background = []
+        if background_loss > 0:
+            for i, (ns, dev) in enumerate(links):
+                bg = BpfDropper(art, ns, dev, "ingress", prio=2)
+                bg.program(background_loss, ((seed ^ 0x5A5A5A5A) + i) & 0xFFFFFFFF)
+                self.background.append(bg)
+
+    def enable(self) -> None:
+        self.module.enable()
+        for bg in self.background:
+            bg.enable()
+
+    def disable(self) -> None:
+        self.module.disable()
+        for bg in self.background:
+            bg.disable()
+
+    def read(self) -> tuple[dict, list[dict]]:
+        """(the module's counters, each background dropper's)."""
+        return self.module.read(), [bg.read() for bg in self.background]
+
+    def describe(self, counters: dict, wire_frame_bytes: int, sender_burst_s: float) -> dict:
+        """mechanisms.drop_detail."""
+        m = self.module
+        return {"devices": [f"{ns.split('-', 1)[1]}:{dev}" for ns, dev in m.ports],
+                "hook": "tc clsact ingress of each receiver's link, after the bottleneck "
+                        "queue (one program, one register map)",
+                "program": m.program_name,
+                "threshold": self.threshold, "seed": self.seed, "concurrency": m.concurrency,
+                "wire_sized_packets": {
+                    "offloads": "TSO and GSO on at the senders' veths (the paper's NICs "
+                                f"did TSO), frames of at most {sender_burst_s * 1e6:g} us "
+                                "of the virtual bottleneck (gso_max_segs; the paper's senders "
+                                "sent at the bottleneck's rate, so bursts queued nowhere); off "
+                                "on every switch port, so TSO frames are "
+                                "split into wire packets by the bottleneck's TBF (or "
+                                "the port's transmit path) before the drop stage; "
+                                "GRO/LRO off everywhere",
+                    "max_frame_bytes": counters.get("max_frame_bytes"),
+                    "frames_over_mtu": counters.get("frames_over_mtu"),
+                    "mtu_frame_bytes": wire_frame_bytes}}
+
+    def describe_background(self) -> dict | None:
+        """mechanisms.background_loss."""
+        if not self.background:
+            return None
+        return {"mechanism": "bpf-tc", "probability": self.background_loss,
+                "devices": [bg.dev for bg in self.background]}

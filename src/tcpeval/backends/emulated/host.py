@@ -26,7 +26,7 @@ from tcpeval.backends.base import BackendError
 LOCK_PATH = Path("/run/lock/tcpeval-net.lock")
 STATE_DIR = Path("/run/tcpeval")
 PREFIX = "tev"
-MAX_PAIRS = 16  # runner.MAX_FLOWS
+MAX_PAIRS = 16  # plan.MAX_FLOWS
 ROLES = ("sw", *(f"{k}{i}" for i in range(1, MAX_PAIRS + 1) for k in ("s", "r")))
 # Our namespace names: tev + 6 hex + '-' + role. Cleanup touches nothing else.
 NS_RE = re.compile(rf"^{PREFIX}([0-9a-f]{{6}})-(?:{'|'.join(ROLES)})$")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 
+from tcpeval.backends import common
 from tcpeval.backends.emulated import host
 
 PORT = 5299
@@ -46,7 +47,7 @@ def _bring_up(ns: str, dev: str, addr: str) -> None:
     host.run(["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"], ns=ns)
 
 
-def measure(duration_s: float = 6.0, lock_timeout_s: float = 900) -> dict:
+def measure(duration_s: float = 6.0, lock_timeout_s: float = common.LOCK_TIMEOUT_S) -> dict:
     """{"direct_bps", "forwarding_bps", "duration_s", "method"}; needs root."""
     host.preflight()
     with host.HostLock(lock_timeout_s):

@@ -17,8 +17,8 @@ Mapping (``tev<id>-<role>`` namespaces):
         switch B (separates the flows)  the bridge's ports tev<id>-r1/-r2
 
 The two switches and the bottleneck collapse into one namespace because every extra
-namespace hop costs a forwarding pass of every packet on a 2-core host (measured ~5.8
-Gbps through one hop). Both flows share the single bottleneck queue, as in the paper.
+namespace hop costs a forwarding pass of every packet on a 2-core host
+(docs/fidelity.md). Both flows share the single bottleneck queue, as in the paper.
 All ARP/FDB state is static so no flooding or resolution happens during a run.
 """
 from __future__ import annotations
@@ -28,9 +28,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tcpeval.backends import common
 from tcpeval.backends.emulated import host
 
 OFFLOADS = ("tso", "gso", "gro", "lro")
+# A full-sized frame on the wire (the 1500-byte MTU plus the Ethernet header), and the
+# paper's segment in it (MSS 1460: TCP without timestamps, tcp_timestamps = 0).
+WIRE_FRAME_BYTES = 1514
+MSS_BYTES = 1460
 # TSO frames at the senders. The paper's senders and bottleneck ran at the same 10 Gb/s,
 # so a TSO burst left the NIC at the bottleneck's rate and queued nowhere. Here the
 # sender's veth is infinitely fast and a whole frame lands in the bottleneck queue at once.
@@ -44,7 +49,7 @@ SENDER_BURST_S = 10e-6
 SENDER_GSO_SEGS = (2, 44)  # 44: what a 64 KB frame holds
 
 
-def sender_gso_max_segs(virtual_rate_bps: float, wire_frame_bytes: int) -> int:
+def sender_gso_max_segs(virtual_rate_bps: float, wire_frame_bytes: int = WIRE_FRAME_BYTES) -> int:
     """Segments per sender TSO frame on a bottleneck of this virtual rate."""
     segs = int(virtual_rate_bps * SENDER_BURST_S / (8 * wire_frame_bytes))
     return max(SENDER_GSO_SEGS[0], min(SENDER_GSO_SEGS[1], segs))
@@ -217,14 +222,13 @@ class Topology:
         processing -- and, for a sender, the data its ACKs clock out -- runs); switch:
         RPS of the switch's sender ports; line: the delay line; *_apps: iperf3 -A (the
         copies from/to user space). The delay line must share its CPU with no network
-        softirq: softirq runs before any task, RT or not, and measured on 2 CPUs it left
-        43-80 % of the ACKs > 0.5 ms late with the receivers' softirq beside the line,
-        6-9 % with the senders', <= 1 % alone with user-space work.
+        softirq: softirq runs before any task, RT or not, and beside the receivers' (or,
+        less so, the senders') softirq the line released many ACKs late; alone with
+        user-space work, almost none (docs/fidelity.md).
           2 CPUs: all softirq on CPU 0; the line and both iperf3 ends (process context,
                   preemptible: the receivers' copies to user space, the senders' sendfile
                   writes) on CPU 1. With the senders on CPU 0 they starved there (the flow
-                  went app-limited) and one flow at 24.2 ms carried 3.1-4.5 Gbps; on CPU 1,
-                  5.2-5.7 Gbps, with no more late ACKs.
+                  went app-limited); on CPU 1 a flow carried more, with no more late ACKs.
           3 CPUs: senders 0, receivers 1, line 2.
           4+ CPUs: per pair a sender and a receiver CPU, the last CPU for the line.
         TCPEVAL_PLACEMENT="s,r,switch,line,s_app,r_app" overrides (benchmarks)."""
@@ -327,7 +331,8 @@ class Topology:
 RECEIVE_WINDOW_FACTOR = 2   # window clamp = 2 x (BDP + bottleneck buffer)
 RECEIVE_BUFFER_FACTOR = 4   # receive buffer = 4 x the clamp
 RECEIVE_WINDOW_MIN = 1 << 20
-RECEIVE_BUFFER_MAX = 1 << 30  # the paper's hosts' tcp_rmem maximum
+_RMEM_MIN, _, _RMEM_MAX = common.PAPER_SYSCTLS["net.ipv4.tcp_rmem"].split()
+RECEIVE_BUFFER_MAX = int(_RMEM_MAX)  # the paper's hosts' tcp_rmem maximum
 UNSHAPED_RATE_BPS = 10e9      # no bottleneck (calibration): size for the paper's 10G
 
 
@@ -339,7 +344,7 @@ def receive_window(rate_bps: float | None, rtt_ms: float, buffer_bytes: int) -> 
     window = min(window, buffer // RECEIVE_BUFFER_FACTOR)
     return {"window_clamp_bytes": window, "buffer_bytes": buffer,
             "sysctls": {"net.ipv4.tcp_moderate_rcvbuf": 0,
-                        "net.ipv4.tcp_rmem": f"4096 {buffer} {RECEIVE_BUFFER_MAX}"},
+                        "net.ipv4.tcp_rmem": f"{_RMEM_MIN} {buffer} {RECEIVE_BUFFER_MAX}"},
             # The kernel sets the clamp to the whole buffer at the first data segment
             # (tcp_measure_rcv_mss, 6.x), so the first ACK offers that window before the
             # server's first read clamps it again. A window may not shrink by default, and
@@ -374,6 +379,17 @@ def sysctl(ns: str, values: dict, *, strict: bool) -> dict:
     if failed and strict:
         raise host.BackendError(f"sysctl failed in {ns}: {', '.join(sorted(failed))}")
     return {k: v for k, v in texts.items() if k not in failed}
+
+
+def set_stack(topo: Topology, stack: dict) -> None:
+    """The endpoints' sysctls (every namespace but the switch's): each one must take,
+    but the knobs of kernels newer than 3.16 (common.NEWER_KERNEL_KNOBS), without which
+    a kernel behaves as 3.16 did."""
+    newer = {k: v for k, v in stack.items() if k in common.NEWER_KERNEL_KNOBS}
+    for ns in topo.namespaces():
+        if ns != topo.sw:
+            sysctl(ns, {k: v for k, v in stack.items() if k not in newer}, strict=True)
+            sysctl(ns, newer, strict=False)
 
 
 def read_sysctls(ns: str, names: list[str]) -> dict:

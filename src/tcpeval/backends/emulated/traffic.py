@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tcpeval.backends import common
 from tcpeval.backends.base import BackendError
-from tcpeval.backends.emulated import host, topology
+from tcpeval.backends.emulated import ccadapter, host, topology
 
 PORT = common.IPERF3_PORT
 # The SYNs cross the drop stage too: five retransmissions (1 + 2 + 4 + 8 + 16 s) let a
@@ -101,3 +101,106 @@ def parse(flow: FlowProc) -> dict:
     except (OSError, json.JSONDecodeError) as err:
         raise BackendError(f"flow {flow.index}: iperf3 JSON {flow.out_path.name} unreadable: {err}") from None
     return common.parse_iperf3(data, flow.index, flow.protocol)
+
+
+def flow_procs(plan, handles: list, run_dir: Path, place: dict, receiver_env: dict) -> list[FlowProc]:
+    """One iperf3 pair per flow of the (physical) plan, not yet started."""
+    return [FlowProc(index=i, kernel_name=handle.kernel_name if handle else None,
+                     protocol=flow.protocol, start_s=flow.start_s, stop_s=flow.stop_s,
+                     duration_s=flow.end_s(plan.duration_s) - flow.start_s, interval_s=plan.interval_s,
+                     rate_bps=flow.rate_bps, out_path=run_dir / f"iperf3-flow{i}.json",
+                     err_path=run_dir / f"iperf3-flow{i}.log",
+                     sender_cpu=place["sender_apps"][i], receiver_cpu=place["receiver_apps"][i],
+                     receiver_env=receiver_env)
+            for i, (flow, handle) in enumerate(zip(plan.flows, handles))]
+
+
+def start_servers(topo: topology.Topology, flows: list[FlowProc], stack) -> None:
+    """Every flow's server, listening; each flow stopped when ``stack`` closes."""
+    for f in flows:
+        stack.callback(f.stop)
+        f.start_server(topo)
+    wait_listening(topo, [f.pair for f in flows])
+
+
+# Flows end within common.FINISH_GRACE_S after the duration, plus this many RTTs (more
+# under loss: see drive)
+FINISH_GRACE_RTTS = 120
+SS_FIRST_LOOK_S = 0.5  # ss -ti after a flow's start: this long plus SS_SETUP_RTTS RTTs
+SS_SETUP_RTTS = 6
+SS_TRIES = 10
+
+
+def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, plan, log,
+          midway=None) -> None:
+    """Start clients at their offsets; watch every process; stop when all are done.
+    midway(), if given, runs once at half the run's duration."""
+    pending = sorted(flows, key=lambda f: f.start_s)
+    # iperf3 ends a test over its control connection, which meets the path's losses and
+    # retransmission timeouts too: on a long lossy path (512 ms, 30 %) that takes many RTTs
+    grace_s = (common.FINISH_GRACE_S
+               + FINISH_GRACE_RTTS * plan.rtt_ms / 1000 / max(1e-3, 1 - plan.drop) ** 2)
+    deadline = t0 + plan.duration_s + grace_s
+    next_note = t0 + 5.0
+    # iperf3 opens the data socket a few round trips after the control one: on a long
+    # (or time-dilated) path the first look may find the control socket alone
+    ss_first_look_s = SS_FIRST_LOOK_S + SS_SETUP_RTTS * plan.rtt_ms / 1000
+    while True:
+        now = time.monotonic()
+        if midway and now >= t0 + plan.duration_s / 2:
+            midway()
+            midway = None
+        while pending and now >= t0 + pending[0].start_s:
+            f = pending.pop(0)
+            f.start_client(topo)
+            log(f"flow {f.index} started ({f.kernel_name or 'udp'}) at {now - t0:.2f} s")
+        for f in flows:
+            check_socket_cc(f, topo, now, ss_first_look_s)
+        _check_alive(flows, delayer)
+        for f in flows:
+            if f.client is not None and f.ended_at is None and f.client.poll() is not None:
+                f.ended_at = now
+                if f.stop_s is not None:
+                    log(f"flow {f.index} stopped at {now - t0:.2f} s")
+        if not pending and all(f.client.poll() is not None for f in flows):
+            return
+        if now > deadline:
+            raise BackendError(f"flows did not finish within duration + {grace_s:.0f} s")
+        if now >= next_note:
+            log(f"... {now - t0:.0f}/{plan.duration_s:g} s")
+            next_note += 5.0
+        time.sleep(0.05)
+
+
+def check_socket_cc(f: FlowProc, topo: topology.Topology, now: float, first_look_s: float) -> None:
+    """Read the algorithm back from the flow's live sockets (ss -ti): retried while the
+    connection is not yet (or no longer) listed, judged once it is."""
+    if not (f.protocol == "tcp" and not f.ss_algorithms and f.ss_tries < SS_TRIES and f.started_at
+            and now - f.started_at > min(first_look_s + 0.3 * f.ss_tries, f.duration_s / 2)):
+        return
+    f.ss_tries += 1
+    algs = [a for a in ccadapter.socket_algorithms(topo.ns(f"s{f.pair}"), PORT) if a]
+    if not f.default_cc_set and f.kernel_name not in algs and len(algs) < 2 and f.ss_tries < SS_TRIES:
+        return  # the control socket (namespace default) alone: look again
+    f.ss_algorithms = algs
+    wrong = [a for a in algs if a != f.kernel_name]
+    if not f.default_cc_set and f.kernel_name in algs:
+        wrong = []  # only the data socket carries -C; the control one has the default
+    if not f.default_cc_set and set(wrong) <= {common.STACK_316[common.CC_SYSCTL]}:
+        # the control socket alone (on a lossy path the data socket may not be up yet):
+        # no evidence against -C; iperf3's own report is checked after
+        wrong = []
+    if algs and wrong:
+        raise BackendError(f"flow {f.index}: ss -ti shows congestion control "
+                           f"{wrong} on its sockets, asked for {f.kernel_name!r}")
+
+
+def _check_alive(flows: list[FlowProc], delayer) -> None:
+    for f in flows:
+        if f.client is not None and f.client.poll() is not None and f.client.returncode != 0:
+            raise BackendError(f"flow {f.index}: iperf3 client {describe_exit(f.client)}; "
+                               f"see {f.err_path.name}")
+        if f.server is not None and f.server.poll() is not None and f.server.returncode != 0:
+            raise BackendError(f"flow {f.index}: iperf3 server {describe_exit(f.server)}")
+    if not delayer.alive():
+        raise BackendError("the delay line died during the run; see delayline.log")

@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import re
-import socket
 import statistics
 import time
 from pathlib import Path
@@ -25,15 +24,13 @@ from pathlib import Path
 import yaml
 
 from tcpeval import trace
-from tcpeval.backends import common, fidelity
+from tcpeval.backends import common, fidelity, record
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.testbed import registers
 from tcpeval.backends.testbed.hosts import SshHost, remote_tmpdir
 
 DEFAULT_DESCRIPTION = Path("config/testbed.yaml")
 PORT = common.IPERF3_PORT
-# Time allowed beyond the run's duration for iperf3 to report.
-GRACE_S = 20.0
 
 
 class TestbedConfigError(BackendError):
@@ -99,7 +96,7 @@ class TestbedBackend:
     name = "testbed"
     __test__ = False  # a name pytest would otherwise try to collect
 
-    def __init__(self, *, progress: bool = False, lock_timeout_s: float = 900.0,
+    def __init__(self, *, progress: bool = False, lock_timeout_s: float = common.LOCK_TIMEOUT_S,
                  description: str | os.PathLike | dict | None = None):
         self.progress = progress
         self._description = description
@@ -111,16 +108,15 @@ class TestbedBackend:
 
     def run(self, condition, run_dir, *, force: bool = False) -> dict:
         run_dir = Path(run_dir)
-        if (run_dir / trace.TRACE_FILE).exists() and not force:
-            raise BackendError(f"{run_dir / trace.TRACE_FILE} exists; refusing to overwrite a raw trace (use --force)")
+        record.refuse_overwrite(run_dir, force)
         desc = self._desc()
         run_dir.mkdir(parents=True, exist_ok=True)
         log = common.RunLog(run_dir / "run.log", self.progress, common.display_path(run_dir))
         try:
-            record = self._execute(condition, run_dir, desc, log)
-            trace.write_trace(run_dir, record, force=force)
-            log(f"trace written: {run_dir / trace.TRACE_FILE} (fidelity {record['fidelity']['verdict']})")
-            return record
+            rec = self._execute(condition, run_dir, desc, log)
+            trace.write_trace(run_dir, rec, force=force)
+            log(f"trace written: {run_dir / trace.TRACE_FILE} (fidelity {rec['fidelity']['verdict']})")
+            return rec
         except BaseException as err:
             log(f"run failed: {type(err).__name__}: {err}")
             raise
@@ -153,8 +149,8 @@ class TestbedBackend:
     def _execute(self, condition, run_dir: Path, desc: dict, log) -> dict:
         started_at = common.now_iso()
         self._check(condition, desc)
-        ssh = dict(ssh_command=desc["ssh_command"], options=desc["ssh_options"])
         n = len(condition.flows)
+        ssh = dict(ssh_command=desc["ssh_command"], options=desc["ssh_options"])
         senders = [SshHost(h["name"], h["ssh"], **ssh) for h in desc["senders"][:n]]
         receivers = [SshHost(h["name"], h["ssh"], **ssh) for h in desc["receivers"][:n]]
         nf = SshHost("dropper", desc["dropper"]["ssh"], **ssh)
@@ -166,151 +162,147 @@ class TestbedBackend:
                 h.check_reachable()
             log(f"hosts reachable: {', '.join(h.name for h in [*senders, *receivers, nf])}")
             kernels = self._kernels(senders, receivers)
-
-            # congestion control: the senders must offer the requested algorithm
-            names = []
-            for flow, sender in zip(condition.flows, senders):
-                if flow.protocol == "udp":
-                    names.append(None)
-                    continue
-                name = desc["cc_names"][flow.impl].format(variant=flow.variant)
-                available = sender.read_text("/proc/sys/net/ipv4/tcp_available_congestion_control").split()
-                if name not in available:
-                    raise BackendError(f"{sender.name}: congestion control {name!r} ({flow.impl} {flow.variant}) "
-                                       f"is not available (has: {' '.join(available)}); load the module or "
-                                       "register the port on the sender first")
-                names.append(name)
-
-            settings = {**common.PAPER_SYSCTLS, **common.STACK_316, **(condition.stack or {})}
-            host_settings = {}
-            for h in [*senders, *receivers]:
-                # -e: the 3.16-like knobs (RACK off, no SACK compression) do not exist on
-                # the paper's own 3.16 hosts, which behave that way anyway; the record
-                # below shows what each host has
-                h.run(["sysctl", "-e", "-q", "-w", *[f"{k}={v}" for k, v in settings.items()]])
-                host_settings[h.name] = self._read_sysctls(h)
-            offloads = {h["name"]: self._offloads(host, h.get("iface"))
-                        for host, h in zip([*senders, *receivers], [*desc["senders"][:n], *desc["receivers"][:n]])}
-
+            names = self._cc_names(condition, desc, senders)
+            host_settings, offloads = self._settings(condition, desc, senders, receivers)
             threshold = registers.program(bus, condition.drop, condition.seed)
             stack.callback(registers.disable, bus)
             log(f"drop module programmed: p={condition.drop:g} threshold={threshold:#x} seed={condition.seed:#x}")
-
             probe = _parse_ping(senders[0].run(
                 ["ping", "-n", "-c", "20", "-i", "0.2", desc["receivers"][0]["data_ip"]], timeout=30).stdout)
             log(f"RTT {probe['median_ms']:.3f} ms (ping, median of {probe['count']})")
-
             tmpdirs = [remote_tmpdir(h) for h in [*senders, *receivers]]
-            # Remote processes are bounded by `timeout`: an SSH session that dies does not
-            # reliably take its remote command with it.
-            limit = f"{condition.duration_s + 2 * GRACE_S:g}"
-            for i, r in enumerate(receivers):
-                server = r.spawn(["timeout", limit, "iperf3", "-s", "-1", "-p", PORT + i,
-                                  *common.iperf3_server_args(condition.interval_s)])
-                stack.callback(server.kill)
-            self._wait_listening(receivers)
-
-            bus.write(registers.dropper.REG_CONTROL, registers.dropper.CONTROL_ENABLE)
-            t0 = time.monotonic()
-            clients = []
-            actual = {}  # flow -> [start, stop] in run seconds, as this controller saw them
-            order = sorted(range(n), key=lambda i: condition.flows[i].start_s)
-            for i in order:
-                flow = condition.flows[i]
-                while time.monotonic() < t0 + flow.start_s:
-                    time.sleep(0.01)
-                out = f"{tmpdirs[i]}/iperf3-flow{i}.json"
-                what = (["-u", "-b", f"{int(flow.rate_bps)}"] if flow.protocol == "udp" else ["-C", names[i]])
-                clients.append((i, out, senders[i].spawn(
-                    ["timeout", limit, "iperf3", "-c", desc["receivers"][i]["data_ip"], "-p", PORT + i, "-J",
-                     "--logfile", out, "-t", f"{flow.end_s(condition.duration_s) - flow.start_s:g}",
-                     "-i", f"{condition.interval_s:g}", *what, "--get-server-output"])))
-                actual[i] = [time.monotonic() - t0, None]
-                log(f"flow {i} started ({names[i] or 'udp'}) at {actual[i][0]:.2f} s")
-            deadline = t0 + condition.duration_s + GRACE_S
-            while any(proc.poll() is None for _, _, proc in clients):
-                for i, _, proc in clients:
-                    if actual[i][1] is None and proc.poll() is not None:
-                        actual[i][1] = time.monotonic() - t0
-                if time.monotonic() > deadline:
-                    for i, _, proc in clients:
-                        if proc.poll() is None:
-                            proc.kill()
-                            raise BackendError(f"flow {i}: iperf3 did not finish within duration + {GRACE_S:g} s")
-                time.sleep(0.05)
-            for i, _, proc in clients:
-                if actual[i][1] is None:
-                    actual[i][1] = time.monotonic() - t0
-            registers.disable(bus)
-            seen, dropped = registers.counters(bus)
-            log(f"traffic done in {time.monotonic() - t0:.1f} s; drop module saw {seen}, dropped {dropped}")
-
-            flows = []
-            for i, out, proc in sorted(clients):
-                text = senders[i].read_text(out)
-                (run_dir / f"iperf3-flow{i}.json").write_text(text)
-                try:
-                    data = json.loads(text)
-                except json.JSONDecodeError as err:
-                    raise BackendError(f"flow {i}: iperf3 JSON unreadable: {err}") from None
-                flow = condition.flows[i]
-                parsed = common.parse_iperf3(data, i, flow.protocol)
-                if flow.protocol == "tcp" and parsed["verified"] != names[i]:
-                    raise BackendError(f"flow {i} ({condition.flows[i].variant}): asked for congestion control "
-                                       f"{names[i]!r}, the socket used {parsed['verified']!r}; run discarded")
-                flows.append({
-                    "id": i, "variant": flow.variant, "impl": flow.impl, "protocol": flow.protocol,
-                    "start_s": flow.start_s, "stop_s": flow.stop_s,
-                    "actual": {"start_s": actual[i][0], "stop_s": actual[i][1]},
-                    "cc": {"requested": names[i] or "udp", "verified": parsed["verified"], "object_sha256": None,
-                           "source_sha256": None, "hz": None, "receiver": parsed["receiver_cc"]},
-                    "samples": parsed["samples"], "summary": parsed["summary"],
-                    "raw_files": [f"iperf3-flow{i}.json"],
-                })
+            clients, actual, (seen, dropped) = self._traffic(condition, desc, senders, receivers, names,
+                                                             tmpdirs, bus, stack, log)
+            flows, iperf3_version = self._collect(condition, run_dir, senders, names, clients, actual)
             for h, d in zip([*senders, *receivers], tmpdirs):
                 h.run(["rm", "-rf", d], check=False)
+        verdict = fidelity.verdict(
+            p=condition.drop, seen=seen, dropped=dropped, rtt_setting_ms=condition.rtt_ms,
+            rtt_ms=probe["median_ms"],
+            sender_defaults={h.name: host_settings[h.name].get(common.CC_SYSCTL) for h in senders})
+        return record.build(
+            condition=condition, run_dir=run_dir, backend="testbed", started_at=started_at, verdict=verdict,
+            environment=record.environment(
+                kernel=kernels, tools={"iperf3": iperf3_version}, sysctls={"endpoints": host_settings},
+                offloads=offloads, testbed={k: v for k, v in desc.items() if not k.startswith("_")}),
+            mechanisms={"drop": "netfpga-registers", "delay": "physical path", "rate": "nic",
+                        "drop_detail": {"threshold": threshold, "seed": condition.seed,
+                                        "register_tool": desc["dropper"]["write"]},
+                        # real links run in real time: the setting is ignored
+                        "dilation": {"factor": 1, "setting": condition.dilation,
+                                     "units": "physical (testbed: no dilation)"}},
+            flows=flows,
+            measured={"base_rtt_ms": probe["min_ms"], "rtt_ms": probe["median_ms"], "rtt_probe": probe,
+                      "drop": record.drop_measurement(seen, dropped),
+                      "bottleneck_rate_bps": sum(f["summary"]["mean_throughput_bps"] for f in flows),
+                      "host_capacity_bps": desc["path"].get("rate_bps")})
 
-        ci = list(fidelity.wilson(dropped, seen)) if seen else [0.0, 1.0]
-        reasons = []
-        reason, _ = fidelity.drop_check(condition.drop, seen, dropped)
-        if reason:
-            reasons.append(reason)
-        tol = fidelity.rtt_tolerance_ms(condition.rtt_ms)
-        if abs(probe["median_ms"] - condition.rtt_ms) > tol:
-            reasons.append(f"rtt: measured {probe['median_ms']:.3f} ms, setting {condition.rtt_ms} ms, "
-                           f"tolerance +-{tol:.3f} ms")
-        reason = fidelity.pacing_check({h.name: host_settings[h.name].get("net.ipv4.tcp_congestion_control")
-                                        for h in senders})
-        if reason:
-            reasons.append(reason)
-        achieved = sum(f["summary"]["mean_throughput_bps"] for f in flows)
-        return {
-            "schema_version": 1,
-            "run": {"path": common.display_path(run_dir), "backend": "testbed",
-                    "campaign": condition.campaign, "criterion": condition.criterion, "rep": condition.rep},
-            "condition": condition.to_dict(),
-            "environment": {
-                "hostname": socket.gethostname(), "kernel": kernels,
-                "cpus": os.cpu_count() or 1, "tools": {"iperf3": parsed["iperf3_version"]},
-                "tcpeval_version": common.tcpeval_version(), "git_revision": common.git_revision(),
-                "sysctls": {"endpoints": host_settings}, "offloads": offloads,
-                "testbed": {k: v for k, v in desc.items() if not k.startswith("_")},
-            },
-            "mechanisms": {"drop": "netfpga-registers", "delay": "physical path", "rate": "nic",
-                           "drop_detail": {"threshold": threshold, "seed": condition.seed,
-                                           "register_tool": desc["dropper"]["write"]},
-                           # real links run in real time: the setting is ignored
-                           "dilation": {"factor": 1, "setting": condition.dilation,
-                                        "units": "physical (testbed: no dilation)"}},
-            "flows": flows,
-            "measured": {"base_rtt_ms": probe["min_ms"], "rtt_ms": probe["median_ms"], "rtt_probe": probe,
-                         "drop": {"seen": seen, "dropped": dropped, "rate": dropped / seen if seen else None,
-                                  "ci95": ci, "interval": "wilson"},
-                         "bottleneck_rate_bps": achieved, "host_capacity_bps": desc["path"].get("rate_bps")},
-            "fidelity": {"verdict": "flagged" if reasons else "ok", "reasons": reasons,
-                         "tolerances": fidelity.tolerances()},
-            "started_at": started_at, "finished_at": common.now_iso(),
-        }
+    @staticmethod
+    def _cc_names(condition, desc: dict, senders) -> list[str | None]:
+        """Each flow's algorithm as its sender names it; the senders must offer it."""
+        names = []
+        for flow, sender in zip(condition.flows, senders):
+            if flow.protocol == "udp":
+                names.append(None)
+                continue
+            name = desc["cc_names"][flow.impl].format(variant=flow.variant)
+            available = sender.read_text(common.AVAILABLE_CC_PATH).split()
+            if name not in available:
+                raise BackendError(f"{sender.name}: congestion control {name!r} ({flow.impl} {flow.variant}) "
+                                   f"is not available (has: {' '.join(available)}); load the module or "
+                                   "register the port on the sender first")
+            names.append(name)
+        return names
+
+    def _settings(self, condition, desc: dict, senders, receivers) -> tuple[dict, dict]:
+        """The paper's host settings on every endpoint: (what each host has, its offloads)."""
+        n = len(senders)
+        settings = {**common.PAPER_SYSCTLS, **common.STACK_316, **(condition.stack or {})}
+        host_settings = {}
+        for h in [*senders, *receivers]:
+            # -e: the 3.16-like knobs (RACK off, no SACK compression) do not exist on
+            # the paper's own 3.16 hosts, which behave that way anyway; the record
+            # shows what each host has
+            h.run(["sysctl", "-e", "-q", "-w", *[f"{k}={v}" for k, v in settings.items()]])
+            host_settings[h.name] = self._read_sysctls(h)
+        offloads = {h["name"]: self._offloads(host, h.get("iface"))
+                    for host, h in zip([*senders, *receivers], [*desc["senders"][:n], *desc["receivers"][:n]])}
+        return host_settings, offloads
+
+    def _traffic(self, condition, desc: dict, senders, receivers, names, tmpdirs, bus, stack, log):
+        """Servers, the drop module enabled, clients at their offsets, all awaited, the
+        drop module disabled: ([(flow, remote JSON, client)], {flow: [start, stop] in run
+        seconds as this controller saw them}, the drop module's (seen, dropped))."""
+        n = len(condition.flows)
+        # Remote processes are bounded by `timeout`: an SSH session that dies does not
+        # reliably take its remote command with it.
+        limit = f"{condition.duration_s + 2 * common.FINISH_GRACE_S:g}"
+        for i, r in enumerate(receivers):
+            server = r.spawn(["timeout", limit, "iperf3", "-s", "-1", "-p", PORT + i,
+                              *common.iperf3_server_args(condition.interval_s)])
+            stack.callback(server.kill)
+        self._wait_listening(receivers)
+        bus.write(registers.dropper.REG_CONTROL, registers.dropper.CONTROL_ENABLE)
+        t0 = time.monotonic()
+        clients, actual = [], {}
+        for i in sorted(range(n), key=lambda i: condition.flows[i].start_s):
+            flow = condition.flows[i]
+            while time.monotonic() < t0 + flow.start_s:
+                time.sleep(0.01)
+            out = f"{tmpdirs[i]}/iperf3-flow{i}.json"
+            what = (["-u", "-b", f"{int(flow.rate_bps)}"] if flow.protocol == "udp" else ["-C", names[i]])
+            clients.append((i, out, senders[i].spawn(
+                ["timeout", limit, "iperf3", "-c", desc["receivers"][i]["data_ip"], "-p", PORT + i, "-J",
+                 "--logfile", out, "-t", f"{flow.end_s(condition.duration_s) - flow.start_s:g}",
+                 "-i", f"{condition.interval_s:g}", *what, "--get-server-output"])))
+            actual[i] = [time.monotonic() - t0, None]
+            log(f"flow {i} started ({names[i] or 'udp'}) at {actual[i][0]:.2f} s")
+        self._await_clients(clients, actual, t0, condition.duration_s)
+        registers.disable(bus)
+        seen, dropped = registers.counters(bus)
+        log(f"traffic done in {time.monotonic() - t0:.1f} s; drop module saw {seen}, dropped {dropped}")
+        return clients, actual, (seen, dropped)
+
+    @staticmethod
+    def _await_clients(clients, actual: dict, t0: float, duration_s: float) -> None:
+        deadline = t0 + duration_s + common.FINISH_GRACE_S
+        while any(proc.poll() is None for _, _, proc in clients):
+            for i, _, proc in clients:
+                if actual[i][1] is None and proc.poll() is not None:
+                    actual[i][1] = time.monotonic() - t0
+            if time.monotonic() > deadline:
+                for i, _, proc in clients:
+                    if proc.poll() is None:
+                        proc.kill()
+                        raise BackendError(f"flow {i}: iperf3 did not finish within duration + "
+                                           f"{common.FINISH_GRACE_S:g} s")
+            time.sleep(0.05)
+        for i, _, proc in clients:
+            if actual[i][1] is None:
+                actual[i][1] = time.monotonic() - t0
+
+    @staticmethod
+    def _collect(condition, run_dir: Path, senders, names, clients, actual) -> tuple[list, str | None]:
+        """Each client's JSON fetched into run_dir and parsed: (flow records, iperf3 version)."""
+        flows, version = [], None
+        for i, out, _ in sorted(clients, key=lambda c: c[0]):
+            text = senders[i].read_text(out)
+            (run_dir / f"iperf3-flow{i}.json").write_text(text)
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise BackendError(f"flow {i}: iperf3 JSON unreadable: {err}") from None
+            flow = condition.flows[i]
+            parsed = common.parse_iperf3(data, i, flow.protocol)
+            if flow.protocol == "tcp":
+                record.check_verified_cc(i, flow.variant, names[i], parsed["verified"])
+            version = parsed["iperf3_version"]
+            flows.append(record.flow_record(
+                i, flow, impl=flow.impl, actual=tuple(actual[i]), parsed=parsed,
+                cc={"requested": names[i] or "udp", "verified": parsed["verified"], "object_sha256": None,
+                    "source_sha256": None, "hz": None, "receiver": parsed["receiver_cc"]},
+                raw_files=[f"iperf3-flow{i}.json"]))
+        return flows, version
 
     @staticmethod
     def _read_sysctls(host: SshHost) -> dict:

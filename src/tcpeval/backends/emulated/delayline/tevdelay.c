@@ -41,7 +41,7 @@
 
 #include "segment_mark.h" /* the ACKs get the same mark as the data */
 
-#define MAX_IN 16 /* one per ACK port: runner.MAX_FLOWS pairs */
+#define MAX_IN 16 /* one per ACK port: plan.MAX_FLOWS pairs */
 #define TP_STATUS_USER_SEEN (1u << 30) /* ours: frame already inspected */
 #define MAX_ROUTES 32
 #define MAX_HELD 6 /* "held back" thresholds in the stats */

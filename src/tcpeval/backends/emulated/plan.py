@@ -1,0 +1,120 @@
+"""What an emulated run will do: the condition checked against the dumbbell, and turned
+into a physical plan (rate, buffer, RTT, times) with the host's calibration and the
+time-dilation factor."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from tcpeval import dilation as dilation_mod
+from tcpeval.backends import common
+from tcpeval.backends.base import BackendError
+from tcpeval.backends.emulated import host
+
+MAX_FLOWS = host.MAX_PAIRS  # sender/receiver pairs of the dumbbell (parallel-flow designs: 10)
+MIN_BUFFER_BYTES = 64 * 1024
+RTO_MIN_SYSCTL = "net.ipv4.tcp_rto_min_us"  # per namespace, Linux >= 6.11
+RTO_MIN_US = 200_000                        # TCP_RTO_MIN
+
+
+@dataclass
+class Plan:
+    """What a run will do, derived from the condition and the host's calibration."""
+    rate_bps: float | None          # None: unshaped (calibration)
+    buffer_bytes: int
+    rtt_ms: float
+    drop: float
+    seed: int
+    background_loss: float
+    duration_s: float
+    interval_s: float
+    flows: list                      # tcpeval.spec.Flow
+    stack: dict
+    hz: int
+    host_capacity_bps: float | None
+    calibration: dict | None
+    rate_source: str = "condition"
+    notes: list = field(default_factory=list)
+    dilation: int = 1                # time-dilation factor: every field above is physical
+
+
+def check_condition(condition) -> None:
+    """Reject what the emulated backend cannot realise, naming the field."""
+    if condition.backend != "emulated":
+        raise BackendError(f"condition.backend is {condition.backend!r}, expected 'emulated'")
+    if not 1 <= len(condition.flows) <= MAX_FLOWS:
+        raise BackendError(f"condition.flows: {len(condition.flows)} flows; the dumbbell has "
+                           f"{MAX_FLOWS} sender/receiver pairs")
+    for i, flow in enumerate(condition.flows):
+        if flow.protocol not in ("tcp", "udp"):
+            raise BackendError(f"condition.flows[{i}].protocol: {flow.protocol!r} is not tcp or udp")
+        if not 0 <= flow.start_s < condition.duration_s:
+            raise BackendError(f"condition.flows[{i}].start_s: {flow.start_s} must lie in "
+                               f"[0, duration_s={condition.duration_s})")
+        if flow.stop_s is not None and not flow.start_s < flow.stop_s <= condition.duration_s:
+            raise BackendError(f"condition.flows[{i}].stop_s: {flow.stop_s} must lie after its start "
+                               f"({flow.start_s}) and at the latest at duration_s={condition.duration_s}")
+        if flow.protocol == "udp" and not flow.rate_bps:
+            raise BackendError(f"condition.flows[{i}].rate_bps: a UDP cross-traffic flow needs a rate")
+    for name in condition.stack or {}:
+        if not name.startswith("net.ipv4."):
+            raise BackendError(f"condition.stack: {name!r} is not a per-namespace net.ipv4.* "
+                               "sysctl (host-global settings are never changed by a run)")
+    if condition.rate_bps is not None and condition.rate_bps <= 0:
+        raise BackendError(f"condition.rate_bps: {condition.rate_bps} must be > 0")
+
+
+def stack_settings(condition, dilation: int = 1) -> dict:
+    """The endpoints' sysctls: the paper's, 3.16's, a dilated minimum RTO, the condition's."""
+    scaled = {}
+    if dilation > 1:
+        # the kernel's minimum RTO is a constant the ports do not own: k x 200 ms
+        scaled[RTO_MIN_SYSCTL] = str(RTO_MIN_US * dilation)
+    return {**common.PAPER_SYSCTLS, **common.STACK_316, **scaled, **(condition.stack or {})}
+
+
+def bdp_buffer(rate_bps: float, rtt_ms: float) -> int:
+    """One bandwidth-delay product, at least MIN_BUFFER_BYTES."""
+    return max(MIN_BUFFER_BYTES, int(rate_bps * (rtt_ms / 1000) / 8))
+
+
+def for_condition(condition, cal: dict, log) -> Plan:
+    """The plan of a condition on a host with calibration ``cal``."""
+    # what the host carries faithfully (calibrate.py); older caches knew only the raw figure
+    capacity = cal.get("faithful_rate_bps") or cal["host_capacity_bps"]
+    if condition.rate_bps is None:
+        rate, source = cal["default_rate_bps"], "calibrated host default"
+    else:
+        rate, source = float(condition.rate_bps), "condition"
+    if condition.buffer_bytes is None:
+        buffer = bdp_buffer(rate, condition.rtt_ms)
+    else:
+        buffer = int(condition.buffer_bytes)
+    try:
+        k = dilation_mod.factor_for(condition, rate, capacity)
+    except dilation_mod.DilationError as err:
+        raise BackendError(f"condition.{err}") from None
+    if k > 1:
+        log(f"time dilation x{k}: {rate / 1e9:.3g} Gbps at {condition.rtt_ms} ms runs as "
+            f"{rate / k / 1e9:.3g} Gbps at {condition.rtt_ms * k:g} ms for "
+            f"{condition.duration_s * k:g} s (this host carries {capacity / 1e9:.3g} Gbps faithfully)")
+    # the virtual path as a physical one (tcpeval.dilation): rate / k, times x k; the
+    # buffer in bytes, the drop probability and the seed stay
+    flows = [replace(f, start_s=f.start_s * k, stop_s=f.stop_s * k if f.stop_s is not None else None,
+                     rate_bps=f.rate_bps / k if f.rate_bps else f.rate_bps)
+             for f in condition.flows]
+    return Plan(rate_bps=rate / k, buffer_bytes=buffer, rtt_ms=condition.rtt_ms * k,
+                drop=condition.drop, seed=condition.seed, background_loss=condition.background_loss,
+                duration_s=condition.duration_s * k, interval_s=condition.interval_s * k,
+                flows=flows, stack=stack_settings(condition, k), hz=condition.hz,
+                host_capacity_bps=capacity, calibration=cal, rate_source=source, dilation=k)
+
+
+def for_calibration(condition, rtt_ms: float, duration_s: float, rate_bps: float | None) -> Plan:
+    """The plan of a calibration run: native CUBIC at p = 0, unshaped (rate None) or at
+    a bottleneck rate with a one-BDP buffer."""
+    shaped = rate_bps is not None
+    return Plan(rate_bps=rate_bps, buffer_bytes=bdp_buffer(rate_bps, rtt_ms) if shaped else 0,
+                rtt_ms=rtt_ms, drop=0.0, seed=1, background_loss=0.0, duration_s=duration_s,
+                interval_s=0.5, flows=list(condition.flows), stack=stack_settings(condition), hz=condition.hz,
+                host_capacity_bps=rate_bps, calibration=None,
+                rate_source="calibration (faithful rate search)" if shaped else "unshaped (calibration)")

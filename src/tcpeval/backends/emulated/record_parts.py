@@ -1,0 +1,219 @@
+"""The emulated backend's parts of a run's trace record (backends/record.py holds the
+skeleton both backends share): its environment, mechanisms, measurements, flows and
+the fidelity verdict's inputs, from what the run (runner.Run) collected."""
+from __future__ import annotations
+
+import platform
+
+from tcpeval.backends import common, fidelity, record
+from tcpeval.backends.emulated import ccadapter, delay, host, topology
+from tcpeval.backends.emulated.counters import cpu_shares
+from tcpeval.backends.emulated.plan import RTO_MIN_SYSCTL, RTO_MIN_US
+from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES
+
+# Host-global: read and recorded, never changed (autotuning needs no rmem_max; iperf3
+# is run without -w).
+HOST_SYSCTLS = ["net.core.rmem_max", "net.core.wmem_max", "net.core.netdev_max_backlog",
+                "net.core.default_qdisc"]
+SWITCH_SYSCTLS = ["net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter",
+                  "net.bridge.bridge-nf-call-iptables"]
+CALIBRATION_FIELDS = ("measured_at", "host_capacity_bps", "faithful_rate_bps", "default_rate_bps", "points",
+                      "loadavg_before", "loadavg_after")
+
+
+def tool_versions() -> dict:
+    return {
+        "iperf3": host.tool_version(["iperf3", "--version"]),
+        "tc": host.tool_version(["tc", "-V"]),
+        "ip": host.tool_version(["ip", "-V"]),
+        "clang": host.tool_version(["clang", "--version"]),
+        "gcc": host.tool_version(["gcc", "--version"]),
+        "bpftool": host.tool_version(["bpftool", "version"]),
+        "ethtool": host.tool_version(["ethtool", "--version"]),
+        "python": platform.python_version(),
+    }
+
+
+def read_settings(topo: topology.Topology) -> tuple[dict, dict, dict]:
+    """(each endpoint's sysctls, the offloads, the switch's sysctls) as the run has them."""
+    endpoint_sysctls = {}
+    for i in range(1, topo.pairs + 1):
+        endpoint_sysctls[f"s{i}"] = topology.read_sysctls(topo.ns(f"s{i}"), common.RECORDED_SYSCTLS)
+        endpoint_sysctls[f"r{i}"] = topology.read_sysctls(topo.ns(f"r{i}"), common.RECORDED_SYSCTLS)
+    return endpoint_sysctls, topo.offload_states(), topology.read_sysctls(topo.sw, SWITCH_SYSCTLS)
+
+
+def sender_defaults(endpoint_sysctls: dict, pairs: int) -> dict:
+    """Each sender's namespace default algorithm: what its connections start with."""
+    return {f"s{i}": endpoint_sysctls.get(f"s{i}", {}).get(common.CC_SYSCTL) for i in range(1, pairs + 1)}
+
+
+def throughput(run) -> tuple[float, float]:
+    """(what the bottleneck carried while flows were active -- the flows' own mean without
+    a bottleneck --, what all flows carried together in the run's second half)."""
+    plan, parsed = run.plan, run.parsed
+    active_s = plan.duration_s - min(f.start_s for f in plan.flows)
+    bytes_through = (run.after.qdisc.get("bytes") or 0) - (run.before.qdisc.get("bytes") or 0)
+    achieved = bytes_through * 8 / active_s if plan.rate_bps is not None and active_s > 0 else \
+        sum(r["summary"]["mean_throughput_bps"] for r in parsed)
+    # steady state: after slow start (flows may start and stop on their own schedules)
+    half = plan.duration_s / 2
+    late_bytes = sum(b for flow, res in zip(plan.flows, parsed)
+                     for t, b in zip(res["samples"]["t_s"], res["samples"]["bytes"]) if t + flow.start_s > half)
+    return achieved, 8.0 * late_bytes / (plan.duration_s - half)
+
+
+def verdict(run, achieved: float, steady: float, cpu_busy: float | None) -> dict:
+    plan, parsed = run.plan, run.parsed
+    # a sender whose default is its own flow's algorithm (native bbr) paces as that
+    # algorithm does; only a foreign default's pacing is the stack's doing
+    defaults = sender_defaults(run.endpoint_sysctls, len(plan.flows))
+    foreign_defaults = {who: cc for (who, cc), fp in zip(defaults.items(), run.flows) if cc != fp.kernel_name}
+    extra = [f"cc: flow {flow.variant} asked for the 3.16 port; ran the host's native {handle.kernel_name} "
+             f"(tcpeval.cc unavailable)"
+             for flow, handle in zip(plan.flows, run.handles)
+             if handle is not None and flow.impl == "port" and handle.impl != "port"]
+    shaped = plan.rate_bps is not None
+    return fidelity.verdict(
+        p=plan.drop, seen=run.drop_counters["seen"], dropped=run.drop_counters["dropped"],
+        rtt_setting_ms=plan.rtt_ms, base_rtt_ms=run.rtt.base_ms, rtt_ms=run.rtt.probe["median_ms"],
+        rate_bps=plan.rate_bps, host_capacity_bps=plan.host_capacity_bps if shaped else None,
+        achieved_bps=steady if shaped else achieved, cpu_busy=cpu_busy,
+        delay_stats=run.delay_stats if run.delayer.mechanism != "netem" else None,
+        max_cwnd_bytes=max((r["summary"].get("max_cwnd_bytes") or 0 for r in parsed), default=None),
+        buffer_bytes=plan.buffer_bytes,
+        segments_per_ack=run.acks["receiver_segments_per_ack_steady"],
+        segments_per_ack_after_hole_fills=run.acks["receiver_segments_per_ack_steady_after_hole_fills"],
+        receiver_acks=run.acks["receiver_acks_steady"],
+        interval_bps=[b for r in parsed for b in r["samples"]["throughput_bps"]], interval_s=plan.interval_s,
+        cc_guard=run.cc_guard, sender_defaults=foreign_defaults, extra_reasons=extra, dilation=plan.dilation)
+
+
+def flows(run) -> list[dict]:
+    out = []
+    for flow, fp, handle, res in zip(run.plan.flows, run.flows, run.handles, run.parsed):
+        out.append(record.flow_record(
+            fp.index, flow, impl=handle.impl if handle else flow.impl,
+            actual=(fp.started_at - run.t0 if fp.started_at else None,
+                    fp.ended_at - run.t0 if fp.ended_at else None),
+            cc={"requested": fp.kernel_name or "udp", "verified": res["verified"],
+                "kernel_name": fp.kernel_name,
+                "object_sha256": getattr(handle, "object_sha256", None),
+                "source_sha256": getattr(handle, "source_sha256", None),
+                "hz": getattr(handle, "hz", None),
+                "dilation": getattr(handle, "dilation", None) if handle else None,
+                "receiver": res["receiver_cc"],
+                "ss": fp.ss_algorithms},
+            parsed=res,
+            raw_files=[fp.out_path.name, fp.err_path.name, fp.err_path.with_suffix(".server.log").name]))
+    return out
+
+
+def environment(run) -> dict:
+    return record.environment(
+        kernel=platform.release(), kernel_version=platform.version(), tools=tool_versions(),
+        sysctls={"endpoints": run.endpoint_sysctls, "host_global": topology.read_sysctls_host(HOST_SYSCTLS),
+                 "switch": run.switch_sysctls},
+        offloads=run.offloads, build_sha256=run.art.hashes,
+        cc_provider="tcpeval.cc" if ccadapter.cc_module() else "native fallback")
+
+
+def dilation_record(condition, plan, endpoint_sysctls: dict) -> dict:
+    """mechanisms.dilation: the factor, what was scaled and what could not be."""
+    k = plan.dilation
+    rto = {role: v.get(RTO_MIN_SYSCTL) for role, v in endpoint_sysctls.items()}
+    scaled = {"physical_rate_bps": plan.rate_bps, "physical_rtt_ms": plan.rtt_ms,
+              "physical_duration_s": plan.duration_s, "physical_interval_s": plan.interval_s,
+              "port_clocks": f"cc_dilation = {k}: emulated jiffies, the HyStart ms clock and the "
+                             f"RTT samples the ports read are physical time / {k}"}
+    not_scaled = {
+        "buffer_bytes": "kept in bytes (the virtual BDP in bytes equals the physical one)",
+        "drop_probability": "kept (per packet)",
+        "delayed_ack_timer": "the receivers' delayed-ACK timeout (40-200 ms) is the kernel's; "
+                             "it only fires for a lone unacknowledged segment, which bulk "
+                             "transfer with ACKs every second segment rarely leaves",
+        "initial_rto": "1 s before the first RTT sample (connection set-up only)",
+        "tso_autosizing": f"TSO frames are sized to ~1 ms of the physical rate, but capped at "
+                          f"{topology.SENDER_BURST_S * 1e6:g} us of the virtual bottleneck "
+                          f"(gso_max_segs), so their size is the same at every k",
+        "rtt_based_timers": "RTO, TLP and RACK follow the measured (physical) RTT, i.e. they "
+                            "scale by themselves"}
+    if k > 1:
+        if rto and all(str(v) == str(RTO_MIN_US * k) for v in rto.values()):
+            scaled["rto_min"] = f"{RTO_MIN_SYSCTL} = {RTO_MIN_US * k} on every endpoint"
+        else:
+            not_scaled["rto_min"] = (f"{RTO_MIN_SYSCTL} not available on this kernel "
+                                     f"(endpoints: {rto}); the minimum RTO stayed 200 ms physical")
+    return {"factor": k, "setting": condition.dilation,
+            "units": "physical: measurements in this trace; the condition is virtual",
+            "scaled": scaled if k > 1 else {}, "not_scaled": not_scaled if k > 1 else {}}
+
+
+def mechanisms(condition, run) -> dict:
+    topo, plan = run.topo, run.plan
+    defaults = sender_defaults(run.endpoint_sysctls, len(plan.flows))
+    return {
+        "drop": run.drop.module.mechanism, "delay": run.delayer.mechanism, "rate": run.rate_mech["mechanism"],
+        "drop_detail": run.drop.describe(run.drop_counters, WIRE_FRAME_BYTES, topology.SENDER_BURST_S),
+        "delay_detail": {**run.delay_desc, "base_rtt_ms": run.rtt.base_ms, "added_ms": run.rtt.added_ms,
+                         "correction_steps": run.rtt.corrections},
+        "rate_detail": run.rate_mech,
+        "switch": run.switch_mech,
+        "segment_mark": {"what": "lowest DSCP bit (TOS 0x04) = IP ID parity on every TCP "
+                                 "segment the drop stage passes and every ACK the delay line "
+                                 "(or, with netem, the switch) carries",
+                         "why": "keeps the kernel from merging backlogged segments and ACKs "
+                                "(tcp_add_backlog, Linux >= 5.0); 3.16 processed each one"},
+        "push_flag": {"what": "the drop stage clears PSH on full-sized (MTU) data segments",
+                      "why": "receivers since Linux 6.6 ACK a full-sized PSH segment at once "
+                             "when their reader keeps up (ICSK_ACK_PUSHED); 3.16 receivers "
+                             "ACKed every second one",
+                      "segments": run.drop_counters.get("push_cleared")},
+        "placement": run.place,
+        "dilation": dilation_record(condition, plan, run.endpoint_sysctls),
+        "keep_awake": run.keep_awake.describe(),
+        "receive_window": {k: v for k, v in run.rwin.items() if k != "sysctls"},
+        "traffic": {"tool": "iperf3", "affinity": "-A: placement.sender_apps / receiver_apps",
+                    "sender_default_cc": defaults,
+                    "pacing": ("tcp-internal (see fidelity)" if fidelity.pacing_check(defaults)
+                               else "none: connections start under a default that does not "
+                                    "pace (common.STACK_316), as 3.16 without fq")},
+        "background_loss": run.drop.describe_background(),
+        "topology": {"namespaces": [n.split("-", 1)[1] for n in topo.namespaces()],
+                     "bottleneck_device": topo.bottleneck_dev.split("-", 1)[1],
+                     "bridged": topo.bridged, "run_id": run.run_id},
+    }
+
+
+def measured(run, verdict: dict, achieved: float, steady: float, cpu: tuple) -> dict:
+    plan, c = run.plan, run.drop_counters
+    return {
+        "base_rtt_ms": run.rtt.base_ms, "rtt_ms": run.rtt.probe["median_ms"],
+        "rtt_probe_method": delay.Prober.method, "rtt_probe": run.rtt.probe, "base_rtt_probe": run.rtt.base,
+        "drop": record.drop_measurement(c["seen"], c["dropped"], check=verdict["checks"]["drop"]),
+        "bottleneck_rate_bps": achieved, "steady_throughput_bps": steady,
+        "host_capacity_bps": plan.host_capacity_bps,
+        "configured_rate_bps": plan.rate_bps, "rate_source": plan.rate_source,
+        "buffer_bytes": plan.buffer_bytes,
+        "bottleneck_qdisc": {"before": run.before.qdisc, "after": run.after.qdisc},
+        "cpu_busy": cpu[0], "cpu_stolen": cpu[1], "softnet_drops_host": run.after.softnet - run.before.softnet,
+        "delay_line": run.delay_stats,
+        "acks": run.acks,
+        "cc_guard": run.cc_guard or None,
+        "background_drop": run.background_counters or None,
+        "setup_s": run.setup_s, "traffic_s": run.traffic_s, "teardown_s": run.teardown_s,
+        "calibration": {k: plan.calibration.get(k) for k in CALIBRATION_FIELDS} if plan.calibration else None,
+    }
+
+
+def build(condition, run, started_at: str) -> dict:
+    """The run's trace record: every TCP flow's algorithm checked, the verdict, the parts."""
+    for flow, fp, res in zip(run.plan.flows, run.flows, run.parsed):
+        if flow.protocol == "tcp":
+            record.check_verified_cc(fp.index, flow.variant, fp.kernel_name, res["verified"])
+    achieved, steady = throughput(run)
+    cpu = cpu_shares(run.before, run.after)
+    v = verdict(run, achieved, steady, cpu[0])
+    return record.build(condition=condition, run_dir=run.run_dir, backend="emulated", started_at=started_at,
+                        environment=environment(run), mechanisms=mechanisms(condition, run), flows=flows(run),
+                        measured=measured(run, v, achieved, steady, cpu), verdict=v, notes=run.plan.notes)
