@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tcpeval import datastore
-from tcpeval.cli import UserError
+from tcpeval.errors import UserError
 
 DVC = str(Path(sys.executable).with_name("dvc"))
 pytestmark = pytest.mark.skipif(not Path(DVC).exists() or not shutil.which("git"), reason="needs dvc and git")

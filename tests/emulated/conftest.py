@@ -3,7 +3,6 @@ root carry @pytest.mark.root; tests/root_gate.py skips them without root)."""
 from __future__ import annotations
 
 import pytest
-
 from emulated_helpers import TEST_ATTEMPTS
 
 

@@ -7,10 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
+from emulated_helpers import TEST_ATTEMPTS
 
 from tcpeval import cc, spec, trace
-
-from emulated_helpers import TEST_ATTEMPTS
 
 pytestmark = pytest.mark.root
 TCPEVAL = str(Path(sys.executable).with_name("tcpeval"))

@@ -8,11 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from emulated_helpers import nothing_left, run_id_of
 
 from tcpeval import paths, spec, trace
 from tcpeval.backends import algorithms
-
-from emulated_helpers import nothing_left, run_id_of
 
 pytestmark = pytest.mark.root
 

@@ -4,12 +4,11 @@ algorithm is refused when a run needs dilation."""
 from __future__ import annotations
 
 import pytest
+from emulated_helpers import leftovers_of, nothing_left, run_id_of
 
 from tcpeval import dilation, trace
 from tcpeval.backends.base import BackendError
 from tcpeval.spec import adhoc_condition
-
-from emulated_helpers import leftovers_of, nothing_left, run_id_of
 
 pytestmark = pytest.mark.root
 
@@ -32,7 +31,7 @@ def test_a_forced_factor_runs_the_physical_path_and_reads_back_virtual(backend, 
     sysctls = rec["environment"]["sysctls"]["endpoints"]
     assert sysctls["s1"]["net.ipv4.tcp_rto_min_us"] == 200_000 * k
     assert rec["flows"][0]["cc"]["dilation"] == k and rec["flows"][0]["cc"]["verified"] == "reno316"
-    assert "delayed_ack_timer" in mech["not_scaled"]
+    assert mech["not_scaled"] == {}  # what cannot scale is the same in every run: docs/trace-format.md
     # the delay line counted late frames against the verdict's limits x k (physical ms)
     line = rec["measured"]["delay_line"]
     if line is not None:

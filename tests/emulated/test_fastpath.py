@@ -9,12 +9,10 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES
-from tcpeval.backends.emulated.topology import sender_gso_max_segs
-from tcpeval.spec import adhoc_condition
-
 from emulated_helpers import nothing_left, run_id_of
+
+from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES, sender_gso_max_segs
+from tcpeval.spec import adhoc_condition
 
 pytestmark = pytest.mark.root
 
@@ -51,7 +49,7 @@ def test_wire_sized_frames_through_l2_switch(backend, tmp_path, variants, rate):
     assert record["measured"]["acks"]["backlog_coalesced"] == 0
     assert record["measured"]["acks"]["receiver_segments_per_ack"] >= 1
     switch = record["mechanisms"]["switch"]
-    assert switch["mechanism"].startswith("bpf-tc clone redirect")
+    assert (switch["mechanism"], switch["program"]) == ("bpf-tc-clone-redirect", "tev_l2fwd")
     # the data went through the redirect, not the routing fallback
     assert switch["ip_forwarded_during_traffic"] == 0
     assert record["mechanisms"]["topology"]["bridged"] is (len(variants) == 2)

@@ -1,7 +1,6 @@
 """The leftover check of the emulated tests judges a real run or fails: without a run id
 it would look for nothing and pass (no root needed)."""
 import pytest
-
 from emulated_helpers import nothing_left, run_id_of
 
 

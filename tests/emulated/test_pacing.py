@@ -6,10 +6,9 @@ send 2 x cwnd per RTT in slow start, a round's ACKs would spread over half an RT
 from __future__ import annotations
 
 import pytest
+from emulated_helpers import nothing_left, run_id_of
 
 from tcpeval.spec import adhoc_condition
-
-from emulated_helpers import nothing_left, run_id_of
 
 pytestmark = pytest.mark.root
 

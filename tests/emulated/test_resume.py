@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from emulated_helpers import nothing_left, run_id_of
 
 from tcpeval import paths, spec, trace
-
-from emulated_helpers import nothing_left, run_id_of
 
 pytestmark = pytest.mark.root
 

@@ -11,10 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from emulated_helpers import env, leftovers_of, nothing_left, run_id_of, tcpeval_cmd
 
 from tcpeval.backends.emulated import host
-
-from emulated_helpers import env, leftovers_of, nothing_left, run_id_of, tcpeval_cmd
 
 pytestmark = pytest.mark.root
 

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import pytest
+from emulated_helpers import nothing_left, run_id_of
 
 from tcpeval import trace
 from tcpeval.backends import fidelity
 from tcpeval.spec import adhoc_condition
-
-from emulated_helpers import nothing_left, run_id_of
 
 pytestmark = pytest.mark.root
 

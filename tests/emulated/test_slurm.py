@@ -14,11 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-
-from tcpeval import paths, spec, trace
-
 from emulated_helpers import nothing_left, run_id_of
 from test_resume import interrupt_after
+
+from tcpeval import paths, spec, trace
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 

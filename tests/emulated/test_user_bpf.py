@@ -6,12 +6,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from emulated_helpers import nothing_left, run_id_of
 
 from tcpeval import cc, trace
 from tcpeval.backends import algorithms
 from tcpeval.spec import adhoc_condition
-
-from emulated_helpers import nothing_left, run_id_of
 
 pytestmark = pytest.mark.root
 

@@ -4,7 +4,11 @@ import pytest
 
 from tcpeval import spec, trace
 from tcpeval.backends.base import BackendError
-from tcpeval.backends.testbed import TestbedBackend, TestbedConfigError, load_description
+from tcpeval.backends.testbed import (
+    TestbedBackend,
+    TestbedConfigError,
+    load_description,
+)
 
 
 def condition(rtt_ms, variant="reno", impl="native", drop=1e-3, duration=3):
@@ -81,8 +85,9 @@ def test_missing_description_says_how_to_make_one(tmp_path):
 
 
 def test_the_example_description_is_valid_and_names_missing_fields(tmp_path):
-    import yaml
     from pathlib import Path
+
+    import yaml
 
     example = Path(__file__).resolve().parents[2] / "config" / "testbed.example.yaml"
     desc = load_description(example)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from tcpeval.spec import Condition
+from tcpeval.condition import Condition
 
 
 class BackendError(RuntimeError):

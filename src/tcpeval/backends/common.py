@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from tcpeval.backends.base import BackendError
 from tcpeval.provenance import REPO_ROOT, git_revision  # noqa: F401 (re-exported for the backends)
 
 IPERF3_PORT = 5201
@@ -112,8 +113,6 @@ def parse_iperf3(data: dict, index: int, protocol: str = "tcp") -> dict:
     retransmits are the sender's socket, from the client's intervals; sent_bytes is
     what the sender's application wrote. Without server output (an older trace, a server
     started without -J) the client's bytes are used and ``throughput_side`` says so."""
-    from tcpeval.backends.base import BackendError
-
     if "error" in data:
         raise BackendError(f"flow {index}: iperf3 reported: {data['error']}")
     server = data.get("server_output_json") or {}

@@ -19,8 +19,8 @@ from pathlib import Path
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated import host
 
-WHY = ("an idle vCPU halts and wakes late (hypervisor): timers, the delay line and RTT "
-       "probes then run milliseconds late")
+# Why (docs/trace-format.md, mechanisms.keep_awake): an idle vCPU halts and wakes late
+# (hypervisor); timers, the delay line and RTT probes then run milliseconds late.
 
 
 def root_cpu_group(pid: int | str = "self") -> tuple[str, Path | None]:
@@ -95,6 +95,4 @@ class KeepAwake:
                 proc.wait()
 
     def describe(self) -> dict:
-        return {"mechanism": "tevdelay awake (SCHED_IDLE loop per CPU)", "cpus": self.cpus,
-                "why": WHY, "cpu_busy": "excludes the loops' own CPU time",
-                "cpu_cgroup": self.cpu_cgroup}
+        return {"mechanism": "tevdelay-awake", "cpus": self.cpus, "cpu_cgroup": self.cpu_cgroup}

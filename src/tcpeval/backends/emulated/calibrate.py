@@ -24,6 +24,7 @@ kernel or a changed backend is calibrated anew; it is recorded in each trace.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -33,7 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from tcpeval.backends import fidelity
 from tcpeval.backends.emulated.topology import MSS_BYTES, WIRE_FRAME_BYTES
+from tcpeval.spec import load_design
 
 DEFAULT_FRACTION = 0.9
 FAITHFUL_STEP = 0.8
@@ -51,7 +54,6 @@ def calibration_points(design: dict | None = None) -> tuple:
     """((flows, RTT ms), ...): one flow at the shortest and at the longest RTT of the
     design's responsiveness grid (default: the paper design), two flows at the longest."""
     if design is None:
-        from tcpeval.spec import load_design
         design = load_design()
     rtts = design["criteria"]["responsiveness"]["grid"]["rtt_ms"]
     shortest, longest = min(rtts), max(rtts)
@@ -59,7 +61,6 @@ def calibration_points(design: dict | None = None) -> tuple:
 
 
 def _hash_backend_sources() -> str:
-    import hashlib
     h = hashlib.sha256()
     for path in sorted(HERE.glob("*.py")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -131,8 +132,6 @@ def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duratio
     rate at which a native-CUBIC run at p = 0 gets verdict ok. ``executor(rtt_ms,
     duration_s, run_dir, flows, rate_bps)`` runs one (the caller holds the host lock).
     Returns {"rate_bps": the rate or None below FAITHFUL_FLOOR_BPS, "tried": [...]}."""
-    from tcpeval.backends import fidelity
-
     log = log or (lambda m: None)
     rate, tried = default_rate(start_bps), []
     while rate >= FAITHFUL_FLOOR_BPS:

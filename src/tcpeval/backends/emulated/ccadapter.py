@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,7 +106,6 @@ def socket_algorithms(ns: str, port: int) -> list[str]:
     mod = cc_module()
     if mod is not None and hasattr(mod, "ss_algorithms"):
         return [f["algorithm"] for f in mod.ss_algorithms(ns, port)]
-    import subprocess
     out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-tinH", "state", "established",
                           f"( dport = :{port} or sport = :{port} )"], capture_output=True, text=True).stdout
     algs = []

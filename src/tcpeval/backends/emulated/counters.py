@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tcpeval.backends import fidelity
 from tcpeval.backends.emulated import host
+from tcpeval.backends.emulated.bottleneck import qdisc_stats
 
 TCP_COUNTERS = {"Tcp": ("InSegs", "OutSegs", "RetransSegs"),
                 "TcpExt": ("TCPBacklogCoalesce", "DelayedACKs", "TCPAckCompressed", "TCPPureAcks",
@@ -106,7 +107,6 @@ class HostCounters:
 
     @classmethod
     def read(cls, topo, keep_awake) -> HostCounters:
-        from tcpeval.backends.emulated.bottleneck import qdisc_stats
         return cls(qdisc=qdisc_stats(topo.sw, topo.bottleneck_dev), cpu=cpu_times(), softnet=softnet_drops(),
                    awake_ticks=keep_awake.ticks(), forwarded=ip_forwarded(topo.sw))
 

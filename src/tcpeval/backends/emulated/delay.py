@@ -25,7 +25,7 @@ from tcpeval.backends.emulated import host, topology
 from tcpeval.backends.emulated.build import Artifacts
 
 ECHO_PORT = 7
-PLACEMENT = "reverse (ACK) path: switch ports toward the senders"
+# The delay sits on the reverse (ACK) path: the switch ports toward the senders.
 
 
 def netem_available(ns: str, dev: str) -> bool:
@@ -115,7 +115,7 @@ class DelayLine:
         return self.proc is not None and self.proc.poll() is None
 
     def describe(self) -> dict:
-        return {"mechanism": self.mechanism, "placement": PLACEMENT,
+        return {"mechanism": self.mechanism,
                 "delay_ns": self.delay_ns, "quantum_ns": quantum_ns(self.delay_ns),
                 "sched": f"SCHED_FIFO {self.rt_prio}" if self.rt_prio else "SCHED_OTHER",
                 "cpu": self.cpu}
@@ -148,7 +148,7 @@ class Netem:
         return True
 
     def describe(self) -> dict:
-        return {"mechanism": self.mechanism, "placement": PLACEMENT, "delay_ns": self.delay_ns,
+        return {"mechanism": self.mechanism, "delay_ns": self.delay_ns,
                 "limit_packets": self.limit}
 
 
@@ -160,8 +160,6 @@ class Prober:
     probe run SCHED_FIFO: TCP answers in softirq, without a scheduler wakeup, so a
     time-shared echo would add the host's scheduling latency (up to milliseconds on a
     busy host) to what should be the path's RTT."""
-
-    method = (f"UDP echo, paced probes, median; echo and probe SCHED_FIFO {PROBE_RT_PRIO}")
 
     def __init__(self, art: Artifacts, topo: topology.Topology):
         self.art, self.topo = art, topo

@@ -10,8 +10,7 @@ from tcpeval.backends.emulated.build import Artifacts
 
 
 class BpfDropper:
-    mechanism = "bpf-tc"
-    concurrency = "bpf_spin_lock (one total order of draws across CPUs)"
+    mechanism = "bpf-tc"  # draws serialised by a bpf_spin_lock: one order across CPUs
 
     def __init__(self, art: Artifacts, ns: str, dev: str, direction: str = "egress", *,
                  program: str = "tev_dropper", prio: int = 1, also: list[tuple[str, str]] = ()):
@@ -88,23 +87,14 @@ class DropStage:
         """(the module's counters, each background dropper's)."""
         return self.module.read(), [bg.read() for bg in self.background]
 
-    def describe(self, counters: dict, wire_frame_bytes: int, sender_burst_s: float) -> dict:
-        """mechanisms.drop_detail."""
+    def describe(self, counters: dict, wire_frame_bytes: int) -> dict:
+        """mechanisms.drop_detail (where the stage sits and how TSO frames become wire
+        packets before it: docs/trace-format.md)."""
         m = self.module
         return {"devices": [f"{ns.split('-', 1)[1]}:{dev}" for ns, dev in m.ports],
-                "hook": "tc clsact ingress of each receiver's link, after the bottleneck "
-                        "queue (one program, one register map)",
                 "program": m.program_name,
-                "threshold": self.threshold, "seed": self.seed, "concurrency": m.concurrency,
+                "threshold": self.threshold, "seed": self.seed,
                 "wire_sized_packets": {
-                    "offloads": "TSO and GSO on at the senders' veths (the paper's NICs "
-                                f"did TSO), frames of at most {sender_burst_s * 1e6:g} us "
-                                "of the virtual bottleneck (gso_max_segs; the paper's senders "
-                                "sent at the bottleneck's rate, so bursts queued nowhere); off "
-                                "on every switch port, so TSO frames are "
-                                "split into wire packets by the bottleneck's TBF (or "
-                                "the port's transmit path) before the drop stage; "
-                                "GRO/LRO off everywhere",
                     "max_frame_bytes": counters.get("max_frame_bytes"),
                     "frames_over_mtu": counters.get("frames_over_mtu"),
                     "mtu_frame_bytes": wire_frame_bytes}}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import platform
 
 from tcpeval.backends import common, fidelity, record
-from tcpeval.backends.emulated import ccadapter, delay, host, topology
+from tcpeval.backends.emulated import ccadapter, host, topology
 from tcpeval.backends.emulated.counters import cpu_shares
 from tcpeval.backends.emulated.plan import RTO_MIN_SYSCTL, RTO_MIN_US
 from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES
@@ -123,21 +123,10 @@ def dilation_record(condition, plan, endpoint_sysctls: dict) -> dict:
     k = plan.dilation
     rto = {role: v.get(RTO_MIN_SYSCTL) for role, v in endpoint_sysctls.items()}
     scaled = {"physical_rate_bps": plan.rate_bps, "physical_rtt_ms": plan.rtt_ms,
-              "physical_duration_s": plan.duration_s, "physical_interval_s": plan.interval_s,
-              "port_clocks": f"cc_dilation = {k}: emulated jiffies, the HyStart ms clock and the "
-                             f"RTT samples the ports read are physical time / {k}"}
-    not_scaled = {
-        "buffer_bytes": "kept in bytes (the virtual BDP in bytes equals the physical one)",
-        "drop_probability": "kept (per packet)",
-        "delayed_ack_timer": "the receivers' delayed-ACK timeout (40-200 ms) is the kernel's; "
-                             "it only fires for a lone unacknowledged segment, which bulk "
-                             "transfer with ACKs every second segment rarely leaves",
-        "initial_rto": "1 s before the first RTT sample (connection set-up only)",
-        "tso_autosizing": f"TSO frames are sized to ~1 ms of the physical rate, but capped at "
-                          f"{topology.SENDER_BURST_S * 1e6:g} us of the virtual bottleneck "
-                          f"(gso_max_segs), so their size is the same at every k",
-        "rtt_based_timers": "RTO, TLP and RACK follow the measured (physical) RTT, i.e. they "
-                            "scale by themselves"}
+              "physical_duration_s": plan.duration_s, "physical_interval_s": plan.interval_s}
+    # What scales and what cannot (port clocks, delayed-ACK timer, initial RTO, TSO
+    # autosizing, RTT-based timers): docs/trace-format.md, mechanisms.dilation.
+    not_scaled = {}
     if k > 1:
         if rto and all(str(v) == str(RTO_MIN_US * k) for v in rto.values()):
             scaled["rto_min"] = f"{RTO_MIN_SYSCTL} = {RTO_MIN_US * k} on every endpoint"
@@ -145,7 +134,6 @@ def dilation_record(condition, plan, endpoint_sysctls: dict) -> dict:
             not_scaled["rto_min"] = (f"{RTO_MIN_SYSCTL} not available on this kernel "
                                      f"(endpoints: {rto}); the minimum RTO stayed 200 ms physical")
     return {"factor": k, "setting": condition.dilation,
-            "units": "physical: measurements in this trace; the condition is virtual",
             "scaled": scaled if k > 1 else {}, "not_scaled": not_scaled if k > 1 else {}}
 
 
@@ -154,30 +142,20 @@ def mechanisms(condition, run) -> dict:
     defaults = sender_defaults(run.endpoint_sysctls, len(plan.flows))
     return {
         "drop": run.drop.module.mechanism, "delay": run.delayer.mechanism, "rate": run.rate_mech["mechanism"],
-        "drop_detail": run.drop.describe(run.drop_counters, WIRE_FRAME_BYTES, topology.SENDER_BURST_S),
+        "drop_detail": run.drop.describe(run.drop_counters, WIRE_FRAME_BYTES),
         "delay_detail": {**run.delay_desc, "base_rtt_ms": run.rtt.base_ms, "added_ms": run.rtt.added_ms,
                          "correction_steps": run.rtt.corrections},
         "rate_detail": run.rate_mech,
         "switch": run.switch_mech,
-        "segment_mark": {"what": "lowest DSCP bit (TOS 0x04) = IP ID parity on every TCP "
-                                 "segment the drop stage passes and every ACK the delay line "
-                                 "(or, with netem, the switch) carries",
-                         "why": "keeps the kernel from merging backlogged segments and ACKs "
-                                "(tcp_add_backlog, Linux >= 5.0); 3.16 processed each one"},
-        "push_flag": {"what": "the drop stage clears PSH on full-sized (MTU) data segments",
-                      "why": "receivers since Linux 6.6 ACK a full-sized PSH segment at once "
-                             "when their reader keeps up (ICSK_ACK_PUSHED); 3.16 receivers "
-                             "ACKed every second one",
-                      "segments": run.drop_counters.get("push_cleared")},
+        # both in place on every run; what they do and why: docs/trace-format.md
+        "segment_mark": {},
+        "push_flag": {"segments": run.drop_counters.get("push_cleared")},
         "placement": run.place,
         "dilation": dilation_record(condition, plan, run.endpoint_sysctls),
         "keep_awake": run.keep_awake.describe(),
         "receive_window": {k: v for k, v in run.rwin.items() if k != "sysctls"},
-        "traffic": {"tool": "iperf3", "affinity": "-A: placement.sender_apps / receiver_apps",
-                    "sender_default_cc": defaults,
-                    "pacing": ("tcp-internal (see fidelity)" if fidelity.pacing_check(defaults)
-                               else "none: connections start under a default that does not "
-                                    "pace (common.STACK_316), as 3.16 without fq")},
+        "traffic": {"tool": "iperf3", "sender_default_cc": defaults,
+                    "pacing": "tcp-internal" if fidelity.pacing_check(defaults) else "none"},
         "background_loss": run.drop.describe_background(),
         "topology": {"namespaces": [n.split("-", 1)[1] for n in topo.namespaces()],
                      "bottleneck_device": topo.bottleneck_dev.split("-", 1)[1],
@@ -189,7 +167,7 @@ def measured(run, verdict: dict, achieved: float, steady: float, cpu: tuple) -> 
     plan, c = run.plan, run.drop_counters
     return {
         "base_rtt_ms": run.rtt.base_ms, "rtt_ms": run.rtt.probe["median_ms"],
-        "rtt_probe_method": delay.Prober.method, "rtt_probe": run.rtt.probe, "base_rtt_probe": run.rtt.base,
+        "rtt_probe": run.rtt.probe, "base_rtt_probe": run.rtt.base,
         "drop": record.drop_measurement(c["seen"], c["dropped"], check=verdict["checks"]["drop"]),
         "bottleneck_rate_bps": achieved, "steady_throughput_bps": steady,
         "host_capacity_bps": plan.host_capacity_bps,

@@ -28,6 +28,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tcpeval import trace as trace_mod
 from tcpeval.backends import common, fidelity
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated import (
@@ -47,6 +48,8 @@ from tcpeval.backends.emulated.counters import HostCounters, ack_record, tcp_cou
 from tcpeval.backends.emulated.dropctl import DropStage
 from tcpeval.backends.emulated.plan import MAX_FLOWS, Plan, check_condition  # noqa: F401 (the backend's API)
 from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES  # noqa: F401 (tests import it here)
+from tcpeval.backends.record import refuse_overwrite
+from tcpeval.spec import adhoc_condition
 
 ATTEMPTS = 3  # a run flagged only for transient host trouble is run again, up to this often
 
@@ -123,9 +126,6 @@ class EmulatedBackend:
 
     # ------------------------------------------------------------------ public API
     def run(self, condition, run_dir, *, force: bool = False) -> dict:
-        from tcpeval import trace as trace_mod
-        from tcpeval.backends.record import refuse_overwrite
-
         run_dir = Path(run_dir)
         host.preflight()  # first: not root / no capability -> clear error, nothing touched
         check_condition(condition)
@@ -212,8 +212,6 @@ class EmulatedBackend:
         at p = 0 with the dropper and the delay in place -- unshaped (rate None: what the
         host carries at all) or at a bottleneck rate (what it carries faithfully, judged
         by the verdict). Returns the record; writes no trace.json."""
-        from tcpeval.spec import adhoc_condition
-
         def executor(rtt_ms: float, dur: float, run_dir: Path, flows: int = 1,
                      rate_bps: float | None = None) -> dict:
             run_dir.mkdir(parents=True, exist_ok=True)

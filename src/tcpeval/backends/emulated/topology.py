@@ -208,12 +208,12 @@ class Topology:
             host.run([art.tevbpf, "fwd", art.dropper_obj, port, *data_routes], ns=sw)
         for port in self.ack_ports():
             host.run([art.tevbpf, "fwd", art.dropper_obj, port, *ack_routes], ns=sw)
-        return {"mechanism": "bpf-tc clone redirect (tev_l2fwd), L2 forwarding at the ports' tc ingress; "
-                             "the forwarded clone belongs to no socket (TCP small queues end at the "
-                             "switch, as at a sender's NIC)",
+        # L2 forwarding at the ports' tc ingress; the forwarded clone belongs to no socket
+        # (TCP small queues end at the switch, as at a sender's NIC); IPv4 forwarding for
+        # the rest (unknown destinations, non-IPv4).
+        return {"mechanism": "bpf-tc-clone-redirect", "program": "tev_l2fwd",
                 "data_path": f"{' '.join(self.sender_ports())} ingress -> {self.bottleneck_dev} egress"
-                             + (" -> bridge -> receiver ports" if self.bridged else ""),
-                "fallback": "IPv4 forwarding (unknown destinations, non-IPv4)"}
+                             + (" -> bridge -> receiver ports" if self.bridged else "")}
 
     def placement(self) -> dict:
         """CPUs for each part of the path, or None (no steering) with one CPU.
@@ -353,12 +353,8 @@ def receive_window(rate_bps: float | None, rtt_ms: float, buffer_bytes: int) -> 
             # window never looks like an advance and only the reader's wakeups send ACKs
             # (2.9 segments per ACK at 24.2 ms, x32). Letting it shrink once (Linux >= 6.5)
             # fixes that; older kernels lack both the knob and the reset.
-            "sysctls_if_present": {"net.ipv4.tcp_shrink_window": 1},
-            "how": "TCP_WINDOW_CLAMP on the receiving sockets (libtevrcv.so preloaded into the "
-                   "iperf3 servers); receive-buffer autotuning off, tcp_rmem default = buffer; "
-                   "the advertised window may shrink to the clamp (tcp_shrink_window = 1)",
-            "why": "3.16 receivers ACK every second segment only while the window's right "
-                   "edge advances; a lagging reader must not stretch the ACK clock"}
+            # How and why (TCP_WINDOW_CLAMP via libtevrcv.so, autotuning off): docs/trace-format.md.
+            "sysctls_if_present": {"net.ipv4.tcp_shrink_window": 1}}
 
 
 def receiver_env(rwin: dict, preload: Path) -> dict:

@@ -189,8 +189,7 @@ class TestbedBackend:
                         "drop_detail": {"threshold": threshold, "seed": condition.seed,
                                         "register_tool": desc["dropper"]["write"]},
                         # real links run in real time: the setting is ignored
-                        "dilation": {"factor": 1, "setting": condition.dilation,
-                                     "units": "physical (testbed: no dilation)"}},
+                        "dilation": {"factor": 1, "setting": condition.dilation}},
             flows=flows,
             measured={"base_rtt_ms": probe["min_ms"], "rtt_ms": probe["median_ms"], "rtt_probe": probe,
                       "drop": record.drop_measurement(seen, dropped),
@@ -277,7 +276,7 @@ class TestbedBackend:
                         raise BackendError(f"flow {i}: iperf3 did not finish within duration + "
                                            f"{common.FINISH_GRACE_S:g} s")
             time.sleep(0.05)
-        for i, _, proc in clients:
+        for i, _, _proc in clients:
             if actual[i][1] is None:
                 actual[i][1] = time.monotonic() - t0
 
