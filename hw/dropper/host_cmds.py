@@ -6,7 +6,7 @@
     host_cmds.py --read --base 0x76400000 --tool rdaxi               # counters
 
 The base address is whatever the project's address map gave the core (XPS / Vivado
-address editor); the values follow tcpeval.dropper (threshold = round(p * 2**32)).
+address editor); the values follow tcpeval.drop_model (threshold = round(p * 2**32)).
 The sequence disables the core first so the two threshold halves never act as a mixed
 33-bit value, then re-enables with RESEED and CLEAR: from there the drop sequence is
 exactly DropModule(threshold, seed).drop_indices(...).
@@ -18,28 +18,28 @@ import sys
 from pathlib import Path
 
 try:
-    from tcpeval import dropper
+    from tcpeval import drop_model
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
-    from tcpeval import dropper
+    from tcpeval import drop_model
 
 NAMES = {
-    dropper.REG_CONTROL: "CONTROL", dropper.REG_THRESHOLD_LO: "THRESHOLD_LO",
-    dropper.REG_THRESHOLD_HI: "THRESHOLD_HI", dropper.REG_SEED: "SEED",
-    dropper.REG_SEEN_LO: "SEEN_LO", dropper.REG_SEEN_HI: "SEEN_HI",
-    dropper.REG_DROPPED_LO: "DROPPED_LO", dropper.REG_DROPPED_HI: "DROPPED_HI",
+    drop_model.REG_CONTROL: "CONTROL", drop_model.REG_THRESHOLD_LO: "THRESHOLD_LO",
+    drop_model.REG_THRESHOLD_HI: "THRESHOLD_HI", drop_model.REG_SEED: "SEED",
+    drop_model.REG_SEEN_LO: "SEEN_LO", drop_model.REG_SEEN_HI: "SEEN_HI",
+    drop_model.REG_DROPPED_LO: "DROPPED_LO", drop_model.REG_DROPPED_HI: "DROPPED_HI",
 }
 
 
 def program_writes(probability: float, seed: int) -> list[tuple[int, int]]:
-    t = dropper.threshold_for(probability)
-    go = dropper.CONTROL_ENABLE | dropper.CONTROL_RESEED | dropper.CONTROL_CLEAR
+    t = drop_model.threshold_for(probability)
+    go = drop_model.CONTROL_ENABLE | drop_model.CONTROL_RESEED | drop_model.CONTROL_CLEAR
     return [
-        (dropper.REG_CONTROL, 0),
-        (dropper.REG_THRESHOLD_LO, t & dropper.MASK32),
-        (dropper.REG_THRESHOLD_HI, t >> 32),
-        (dropper.REG_SEED, seed & dropper.MASK32),
-        (dropper.REG_CONTROL, go),
+        (drop_model.REG_CONTROL, 0),
+        (drop_model.REG_THRESHOLD_LO, t & drop_model.MASK32),
+        (drop_model.REG_THRESHOLD_HI, t >> 32),
+        (drop_model.REG_SEED, seed & drop_model.MASK32),
+        (drop_model.REG_CONTROL, go),
     ]
 
 
@@ -63,15 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.read:
         # HI, LO, HI: if the two HI reads differ the LO word wrapped in between; re-read.
-        for off in (dropper.REG_SEEN_HI, dropper.REG_SEEN_LO, dropper.REG_SEEN_HI,
-                    dropper.REG_DROPPED_HI, dropper.REG_DROPPED_LO, dropper.REG_DROPPED_HI):
+        for off in (drop_model.REG_SEEN_HI, drop_model.REG_SEEN_LO, drop_model.REG_SEEN_HI,
+                    drop_model.REG_DROPPED_HI, drop_model.REG_DROPPED_LO, drop_model.REG_DROPPED_HI):
             print(f"{read_cmd(args.tool, args.base + off)}   # {NAMES[off]}")
         return 0
     if args.p is None:
         ap.error("--p is required unless --read")
-    t = dropper.threshold_for(args.p)
+    t = drop_model.threshold_for(args.p)
     print(f"# p = {args.p:g}: threshold {t} (0x{t:09x}), realised p = "
-          f"{dropper.probability_of(t):.9g}")
+          f"{drop_model.probability_of(t):.9g}")
     for off, value in program_writes(args.p, args.seed):
         print(f"{write_cmd(args.tool, args.base + off, value)}   # {NAMES[off]}")
     return 0

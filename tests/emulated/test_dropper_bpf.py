@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tcpeval.dropper import DropModule, threshold_for
+from tcpeval.drop_model import DropModule, threshold_for
 
 pytestmark = pytest.mark.root
 

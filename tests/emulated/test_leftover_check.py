@@ -12,7 +12,7 @@ def test_leftover_check_refuses_a_missing_run_id():
 def test_run_id_is_read_from_the_run_log_or_the_test_fails(tmp_path):
     with pytest.raises(AssertionError, match="no run id: cannot read .*run.log"):
         run_id_of(tmp_path)
-    (tmp_path / "run.log").write_text("[   0.00s] building dropper.bpf.o\n")
+    (tmp_path / "run.log").write_text("[   0.00s] building datapath.bpf.o\n")
     with pytest.raises(AssertionError, match="no run id in .*run.log"):
         run_id_of(tmp_path)
     (tmp_path / "run.log").write_text("[   0.00s] building\n[   0.31s] run 1a2b3c: cubic rtt 2.0 ms\n")

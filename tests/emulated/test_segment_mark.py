@@ -31,7 +31,7 @@ def frame(tos: int, ip_id: int, proto: int = 6) -> bytes:
 
 def run_mark(tool: str, art, data: bytes) -> bytes:
     if tool == "bpf":
-        cmd = [str(art.tevbpf), "marktest", str(art.dropper_obj), data.hex()]
+        cmd = [str(art.tevbpf), "marktest", str(art.datapath_obj), data.hex()]
     else:
         cmd = [str(art.tevdelay), "marktest", data.hex()]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()

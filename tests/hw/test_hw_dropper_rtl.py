@@ -1,4 +1,4 @@
-"""RTL of the drop module (hw/dropper) against the reference model tcpeval.dropper.
+"""RTL of the drop module (hw/dropper) against the reference model tcpeval.drop_model.
 
 Every test simulates the Verilog core under Icarus with random packet lengths, random
 TVALID gaps and random TREADY backpressure, and compares: AXI-Lite responses and read
@@ -13,7 +13,7 @@ from pathlib import Path
 import dropper_sim as sim
 import pytest
 
-from tcpeval.dropper import (
+from tcpeval.drop_model import (
     CONTROL_CLEAR,
     CONTROL_ENABLE,
     CONTROL_RESEED,

@@ -6,7 +6,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from tcpeval import dropper
+from tcpeval import drop_model
 
 HW = Path(__file__).resolve().parents[2] / "hw" / "dropper"
 
@@ -42,10 +42,10 @@ def test_xorshift32_known_answers():
     # first output of Marsaglia's (2003) xor32 example seed.
     s, out = 1, []
     for _ in range(5):
-        s = dropper.xorshift32(s)
+        s = drop_model.xorshift32(s)
         out.append(s)
     assert out == [270369, 67634689, 2647435461, 307599695, 2398689233]
-    assert dropper.xorshift32(2463534242) == 723471715
+    assert drop_model.xorshift32(2463534242) == 723471715
 
 
 def test_vector_files_are_readmemh_clean():
@@ -57,19 +57,19 @@ def test_vector_files_are_readmemh_clean():
         assert lines[0].startswith("//")
         words = lines[1:]
         assert len(words) == gen.DRAWS and all(len(w) == 8 for w in words)
-        assert int(words[0], 16) == dropper.xorshift32(dropper.effective_seed(seed))
+        assert int(words[0], 16) == drop_model.xorshift32(drop_model.effective_seed(seed))
     doc = json.loads((HW / "vectors" / "drops.json").read_text())
     for case in doc["cases"]:
         assert case["dropped"] == len(case["dropped_indices"]) <= case["packets"]
 
 
 def test_model_reset_equals_power_on():
-    m = dropper.DropModule.for_probability(0.3, seed=77)
-    m.write(dropper.REG_CONTROL, 0)
+    m = drop_model.DropModule.for_probability(0.3, seed=77)
+    m.write(drop_model.REG_CONTROL, 0)
     m.drop_indices(10)
     m.reset()
-    fresh = dropper.DropModule()
+    fresh = drop_model.DropModule()
     assert (m.threshold, m.seed, m.enabled, m.state, m.seen, m.dropped) == (
         fresh.threshold, fresh.seed, fresh.enabled, fresh.state, fresh.seen, fresh.dropped)
     assert (fresh.threshold, fresh.seed, fresh.enabled) == (
-        dropper.RESET_THRESHOLD, dropper.RESET_SEED, dropper.RESET_ENABLED)
+        drop_model.RESET_THRESHOLD, drop_model.RESET_SEED, drop_model.RESET_ENABLED)

@@ -140,7 +140,7 @@ class DataPath:
                 sh("ip", "netns", "exec", dev_ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off",
                    check=False)
         sh("ip", "netns", "exec", nf, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
-        out = sh("ip", "netns", "exec", nf, art.tevbpf, "attach", art.dropper_obj, "tev_dropper", "d2", "egress")
+        out = sh("ip", "netns", "exec", nf, art.tevbpf, "attach", art.datapath_obj, "tev_dropper", "d2", "egress")
         import json
         self.map_id = json.loads(out.stdout)["map_id"]
         self.tevbpf = art.tevbpf

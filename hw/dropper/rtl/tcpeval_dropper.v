@@ -2,7 +2,7 @@
 //
 // Sits between output port lookup and the output queues of the NetFPGA reference NIC.
 // Semantics (register map, xorshift32, 33-bit compare, counters, reset values) are
-// defined by src/tcpeval/dropper.py; this file implements exactly that.
+// defined by src/tcpeval/drop_model.py; this file implements exactly that.
 //
 // Per packet, at its first beat and while ENABLE=1:
 //     state <= xorshift32(state); SEEN += 1; drop iff xorshift32(state) < T (33 bit);
@@ -101,7 +101,7 @@ module tcpeval_dropper #(
     localparam [1:0]  RESP_OKAY    = 2'b00;
     localparam [1:0]  RESP_SLVERR  = 2'b10;
 
-    // Power-on values: the same as tcpeval.dropper.DropModule() (threshold 0, seed 1,
+    // Power-on values: the same as tcpeval.drop_model.DropModule() (threshold 0, seed 1,
     // enabled). Enabled with T = 0 forwards every packet and counts it, so a freshly
     // configured bitstream behaves as the plain reference NIC.
     localparam [32:0] RESET_THRESHOLD = 33'd0;

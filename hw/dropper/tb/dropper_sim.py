@@ -1,4 +1,4 @@
-"""Drive the tcpeval_dropper RTL under Icarus and compare it with tcpeval.dropper.
+"""Drive the tcpeval_dropper RTL under Icarus and compare it with tcpeval.drop_model.
 
 A ``Scenario`` is built step by step (register writes and reads, packet bursts). Each step
 is applied to the Python reference model at once, which yields the expected AXI-Lite
@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tcpeval.dropper import DropModule, MASK32
+from tcpeval.drop_model import MASK32, DropModule
 
 HERE = Path(__file__).resolve().parent
 RTL = HERE.parent / "rtl" / "tcpeval_dropper.v"

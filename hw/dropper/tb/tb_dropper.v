@@ -1,6 +1,6 @@
 // Self-checking-by-comparison testbench for tcpeval_dropper (Icarus Verilog).
 //
-// The expected behaviour lives in Python (tcpeval.dropper); this bench only replays a
+// The expected behaviour lives in Python (tcpeval.drop_model); this bench only replays a
 // program and records what the DUT did:
 //   +prog=<file>   $readmemh program, one command per line: {op[31:0], addr, data}
 //                    op[3:0]=1 WRITE (op[11:8] = WSTRB), 2 READ, 3 STREAM data packets,

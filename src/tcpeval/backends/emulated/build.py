@@ -14,7 +14,7 @@ from tcpeval.provenance import REPO_ROOT
 
 HERE = Path(__file__).resolve().parent
 SOURCES = {
-    "dropper.bpf.o": HERE / "bpf" / "dropper.bpf.c",
+    "datapath.bpf.o": HERE / "bpf" / "datapath.bpf.c",
     "tevbpf": HERE / "bpf" / "tevbpf.c",
     "tevdelay": HERE / "delayline" / "tevdelay.c",
     "libtevrcv.so": HERE / "receiver" / "tevrcv.c",
@@ -24,7 +24,7 @@ INCLUDE = HERE / "include"  # headers shared by the BPF object and the helpers
 
 @dataclass(frozen=True)
 class Artifacts:
-    dropper_obj: Path
+    datapath_obj: Path
     tevbpf: Path
     tevdelay: Path
     tevrcv: Path  # preloaded into the receivers' iperf3 servers (receiver/tevrcv.c)
@@ -81,5 +81,5 @@ def ensure_built(log=None) -> Artifacts:
                 raise BackendError(f"building {name} from {src} failed:\n{proc.stderr.strip()}")
             os.replace(tmp, out)
             stamp.write_text(digest + "\n")
-    return Artifacts(out_dir / "dropper.bpf.o", out_dir / "tevbpf", out_dir / "tevdelay",
+    return Artifacts(out_dir / "datapath.bpf.o", out_dir / "tevbpf", out_dir / "tevdelay",
                      out_dir / "libtevrcv.so", hashes)

@@ -62,7 +62,7 @@ class DelayLine:
         # The kernel's own copy of each reverse-path frame is discarded at the ports'
         # tc ingress (taps see the frame first), so frames travel only through the line.
         for port in topo.ack_ports():
-            host.run([art.tevbpf, "attach", art.dropper_obj, "tev_steal", port, "ingress"], ns=topo.sw)
+            host.run([art.tevbpf, "attach", art.datapath_obj, "tev_steal", port, "ingress"], ns=topo.sw)
 
     def start(self, delay_ns: int) -> None:
         self.stop()

@@ -1,10 +1,10 @@
 """Control of the BPF drop module (tev_dropper) through ``tevbpf``: attach, program the
-registers exactly as tcpeval.dropper.DropModule.write does, read the counters."""
+registers exactly as tcpeval.drop_model.DropModule.write does, read the counters."""
 from __future__ import annotations
 
 import json
 
-from tcpeval import dropper as model
+from tcpeval import drop_model as model
 from tcpeval.backends.emulated import host
 from tcpeval.backends.emulated.build import Artifacts
 
@@ -20,7 +20,7 @@ class BpfDropper:
         self.program_name = program
         self.ports = [(ns, dev), *also]
         extra = [a for other_ns, other_dev in also for a in ("--also", f"{other_ns}/{other_dev}")]
-        out = host.run([art.tevbpf, "attach", art.dropper_obj, program, dev, direction,
+        out = host.run([art.tevbpf, "attach", art.datapath_obj, program, dev, direction,
                         "--prio", str(prio), *extra], ns=ns)
         ids = json.loads(out.stdout)
         self.prog_id, self.map_id = ids["prog_id"], ids["map_id"]
@@ -50,7 +50,7 @@ class BpfDropper:
 
 def test_run(art: Artifacts, seed: int, threshold: int, packets: int) -> dict:
     """BPF_PROG_TEST_RUN the dropper ``packets`` times: {"drops": [...], "regs": {...}}."""
-    out = host.run([art.tevbpf, "testrun", art.dropper_obj, str(seed), str(threshold), str(packets)],
+    out = host.run([art.tevbpf, "testrun", art.datapath_obj, str(seed), str(threshold), str(packets)],
                    timeout=600)
     return json.loads(out.stdout)
 

@@ -6,9 +6,9 @@ native-CUBIC iperf3 flow each, nothing else in the way:
 - ``direct``: two namespaces joined by one veth pair;
 - ``forwarding``: the same through a third namespace doing IPv4 forwarding.
 
-The same virtual machine carried 8.9 and 5.8 Gbps on one day and 5.6 and 3.4 Gbps on
-another (other tenants of the physical host), so an absolute throughput says little about
-the emulator unless these two are measured beside it, minutes apart.
+A shared virtual machine carries less on some days than on others (other tenants of the
+physical host), so an absolute throughput says little about the emulator unless these two
+are measured beside it, minutes apart.
 Names carry the backend's prefix and a state file, so `tcpeval cleanup` removes what a
 killed measurement leaves.
 """

@@ -205,9 +205,9 @@ class Topology:
         ack_routes = [f"{sender_ip(i)}={self.dev(f's{i}')},{self.mac(f's{i}', ep)},"
                       f"{self.mac('sw', self.dev(f's{i}'))}" for i in range(1, self.pairs + 1)]
         for port in self.sender_ports():
-            host.run([art.tevbpf, "fwd", art.dropper_obj, port, *data_routes], ns=sw)
+            host.run([art.tevbpf, "fwd", art.datapath_obj, port, *data_routes], ns=sw)
         for port in self.ack_ports():
-            host.run([art.tevbpf, "fwd", art.dropper_obj, port, *ack_routes], ns=sw)
+            host.run([art.tevbpf, "fwd", art.datapath_obj, port, *ack_routes], ns=sw)
         # L2 forwarding at the ports' tc ingress; the forwarded clone belongs to no socket
         # (TCP small queues end at the switch, as at a sender's NIC); IPv4 forwarding for
         # the rest (unknown destinations, non-IPv4).

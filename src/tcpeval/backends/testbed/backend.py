@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from tcpeval import trace
+from tcpeval import drop_model, trace
 from tcpeval.backends import common, fidelity, record
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.testbed import registers
@@ -241,7 +241,7 @@ class TestbedBackend:
                               *common.iperf3_server_args(condition.interval_s)])
             stack.callback(server.kill)
         self._wait_listening(receivers)
-        bus.write(registers.dropper.REG_CONTROL, registers.dropper.CONTROL_ENABLE)
+        bus.write(drop_model.REG_CONTROL, drop_model.CONTROL_ENABLE)
         t0 = time.monotonic()
         clients, actual = [], {}
         for i in sorted(range(n), key=lambda i: condition.flows[i].start_s):

@@ -1,14 +1,14 @@
 """The NetFPGA drop module's registers, reached through the card's register tool on its
 host (NetFPGA-10G: rdaxi/wraxi; SUME: rwaxi), over SSH.
 
-The register semantics are tcpeval.dropper's, the same as the RTL in hw/dropper and the
+The register semantics are tcpeval.drop_model's, the same as the RTL in hw/dropper and the
 emulated backend's BPF dropper; only the transport differs.
 """
 from __future__ import annotations
 
 import re
 
-from tcpeval import dropper
+from tcpeval import drop_model
 from tcpeval.backends.base import BackendError
 
 _NUMBER = re.compile(r"0x[0-9a-fA-F]+|\b\d+\b")
@@ -22,7 +22,7 @@ class RegisterBus:
         self.host, self.write_template, self.read_template, self.base = host, write, read, base
 
     def write(self, offset: int, value: int) -> None:
-        cmd = self.write_template.format(address=self.base + offset, value=value & dropper.MASK32)
+        cmd = self.write_template.format(address=self.base + offset, value=value & drop_model.MASK32)
         self.host.run(cmd.split())
 
     def read(self, offset: int) -> int:
@@ -38,13 +38,13 @@ class RegisterBus:
 def program(bus: RegisterBus, probability: float, seed: int) -> int:
     """Set the drop probability and seed, restart the generator, zero the counters, enable.
     Returns the threshold written."""
-    threshold = dropper.threshold_for(probability)
-    bus.write(dropper.REG_CONTROL, 0)
-    bus.write(dropper.REG_THRESHOLD_LO, threshold & dropper.MASK32)
-    bus.write(dropper.REG_THRESHOLD_HI, threshold >> 32)
-    bus.write(dropper.REG_SEED, seed)
-    bus.write(dropper.REG_CONTROL, dropper.CONTROL_ENABLE | dropper.CONTROL_RESEED | dropper.CONTROL_CLEAR)
-    readback = bus.read(dropper.REG_THRESHOLD_LO) | (bus.read(dropper.REG_THRESHOLD_HI) << 32)
+    threshold = drop_model.threshold_for(probability)
+    bus.write(drop_model.REG_CONTROL, 0)
+    bus.write(drop_model.REG_THRESHOLD_LO, threshold & drop_model.MASK32)
+    bus.write(drop_model.REG_THRESHOLD_HI, threshold >> 32)
+    bus.write(drop_model.REG_SEED, seed)
+    bus.write(drop_model.REG_CONTROL, drop_model.CONTROL_ENABLE | drop_model.CONTROL_RESEED | drop_model.CONTROL_CLEAR)
+    readback = bus.read(drop_model.REG_THRESHOLD_LO) | (bus.read(drop_model.REG_THRESHOLD_HI) << 32)
     if readback != threshold:
         raise BackendError(f"drop module: threshold read back {readback:#x}, wrote {threshold:#x}")
     return threshold
@@ -63,9 +63,9 @@ def read64(bus: RegisterBus, lo: int, hi: int) -> int:
 
 def counters(bus: RegisterBus) -> tuple[int, int]:
     """(seen, dropped) since the last CLEAR."""
-    return (read64(bus, dropper.REG_SEEN_LO, dropper.REG_SEEN_HI),
-            read64(bus, dropper.REG_DROPPED_LO, dropper.REG_DROPPED_HI))
+    return (read64(bus, drop_model.REG_SEEN_LO, drop_model.REG_SEEN_HI),
+            read64(bus, drop_model.REG_DROPPED_LO, drop_model.REG_DROPPED_HI))
 
 
 def disable(bus: RegisterBus) -> None:
-    bus.write(dropper.REG_CONTROL, 0)
+    bus.write(drop_model.REG_CONTROL, 0)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* The segment mark, one source for the BPF drop stage and switch (dropper.bpf.c) and the
+/* The segment mark, one source for the BPF drop stage and switch (datapath.bpf.c) and the
  * user-space delay line (tevdelay.c).
  *
  * 3.16 receivers processed every segment on its own: a segment that arrived while the

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Per-packet drop module for the emulated backend (tc clsact direct-action).
  *
- * Semantics follow src/tcpeval/dropper.py exactly: per packet while ENABLE is set,
+ * Semantics follow src/tcpeval/drop_model.py exactly: per packet while ENABLE is set,
  * state = xorshift32(state); SEEN += 1; drop iff state < T (33-bit compare); DROPPED += 1.
  * The first 32 bytes of the single array-map value mirror the register map byte for byte
  * (0x00 CONTROL ... 0x1C DROPPED_HI). RESEED/CLEAR are acted on by the control tool at
