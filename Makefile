@@ -84,7 +84,7 @@ test-all: bootstrap
 LINT_DESIGN ?= config/designs/udp-burst.yaml
 LINT_CAMPAIGN ?= short
 lint: bootstrap
-	$(VENV)/ruff check src tests tools bench
+	$(VENV)/ruff check src tests tools bench hw
 	$(VENV)/snakefmt --check Snakefile workflow/
 	tools/lint-workflow.sh $(VENV)/snakemake "" "campaign=$(LINT_CAMPAIGN) design=$(LINT_DESIGN)"
 

@@ -42,6 +42,7 @@ def ceiling(backend: str) -> Ceiling:
     testbed: real links, no ceiling and no dilation."""
     if backend != "emulated":
         return Ceiling(None, None, f"{backend}: real links run in real time (no dilation)")
+    # here, not at the top: planning a testbed campaign needs nothing of the emulator
     from tcpeval.backends.emulated import build, calibrate
     try:
         cal = calibrate.load(build.ensure_built().hashes)
