@@ -180,22 +180,27 @@ SEGMENT_TRIES = 3
 
 def _growth(variant, impl, db, seconds=1.4, max_cwnd=None, min_cwnd=0, drop_index=299):
     # The set-up, not the behaviour: a second retransmission after the induced loss (a
-    # busy shared host) leaves no Open-state stretch to measure; such a flow is measured
-    # again. The growth asserted below is the same for every flow that is measured.
+    # busy shared host) leaves no Open-state stretch, or one too short to measure (fewer
+    # than 100 ACKs, or the window grew by 10 segments or less: seen as 41 -> 49 in 170
+    # ACKs, on the table's line); such a flow is measured again. The growth asserted by
+    # the callers is the same for every flow that is measured.
+    measured = []
     for _ in range(SEGMENT_TRIES):
         db.drop_every(10**6, drop_index)  # one loss in slow start, then congestion avoidance
         with cc.loaded(variant, impl=impl) as h:
             rep = db.flow(h.kernel_name, seconds)
         seg = _ca_segment(rep["samples"], max_cwnd, min_cwnd)
-        if seg is not None:
-            break
-    assert seg is not None, f"too few congestion-avoidance samples in {SEGMENT_TRIES} flows"
-    a, b = seg[0], seg[-1]
-    c0, c1 = a[2], b[2]
-    acks = b[SEGS_IN] - a[SEGS_IN]
-    pkts = b[DELIVERED] - a[DELIVERED]
-    assert c1 > c0 + 10 and acks > 100, (c0, c1, acks)
-    return c0, c1, acks, pkts
+        if seg is None:
+            measured.append(None)
+            continue
+        a, b = seg[0], seg[-1]
+        c0, c1 = a[2], b[2]
+        acks = b[SEGS_IN] - a[SEGS_IN]
+        measured.append((c0, c1, acks))
+        if c1 > c0 + 10 and acks > 100:
+            return c0, c1, acks, b[DELIVERED] - a[DELIVERED]
+    raise AssertionError(f"no congestion-avoidance stretch long enough to measure in {SEGMENT_TRIES} flows "
+                         f"((cwnd from, to, ACKs) per flow: {measured})")
 
 
 def test_reno316_grows_half_as_fast_as_native_with_delayed_acks(dumbbell):
