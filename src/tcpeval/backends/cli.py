@@ -3,15 +3,22 @@
     tcpeval run data/raw/emulated/smoke/responsiveness/bic/rtt6.2/drop1e-04/rep1/trace.json
     tcpeval run --backend emulated --variant bic --rtt 6.2 --drop 1e-5 --duration 5 --out DIR
     tcpeval run --flows bic,reno --start 0,10 --rtt 24.2 --drop 0 --duration 30 --out DIR
+
+A backend's own modules (emulated: namespaces, BPF; testbed: SSH) are imported by the
+commands that use them: every `tcpeval` invocation builds all parsers.
 """
 from __future__ import annotations
 
 import json
 import re
 import sys
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
-from tcpeval.backends import common
+from tcpeval import dilation, spec
+from tcpeval.backends import algorithms, common, get_backend, planning
+from tcpeval.backends.base import BackendError
 from tcpeval.errors import UserError
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
@@ -48,7 +55,6 @@ def _floats(text: str, what: str) -> list[float]:
 
 
 def _condition(args):
-    from tcpeval import spec
 
     if args.target:
         if args.variant or args.flows:
@@ -61,7 +67,6 @@ def _condition(args):
         target = Path(args.target)
         run_dir = target.parent if target.name == "trace.json" else target
         if args.dilation is not None:
-            from dataclasses import replace
             condition = replace(condition, dilation=_dilation_arg(args.dilation))
         return condition, run_dir
     variants = list(args.variant or [])
@@ -91,7 +96,6 @@ def _condition(args):
     except spec.SpecError as err:
         raise UserError(str(err)) from None
     if stack:
-        from dataclasses import replace
         condition = replace(condition, stack=stack)
     return condition, Path(args.out)
 
@@ -109,7 +113,6 @@ def _stops(text: str) -> list[float | None]:
 
 
 def _dilation_arg(text: str):
-    from tcpeval import dilation
 
     try:
         return dilation.parse(text.strip())
@@ -118,7 +121,6 @@ def _dilation_arg(text: str):
 
 
 def _backend(name: str, args):
-    from tcpeval.backends import get_backend
 
     options = {"progress": not args.quiet, "lock_timeout_s": args.lock_timeout}
     if name == "testbed":
@@ -132,11 +134,9 @@ def _backend(name: str, args):
 
 
 def cmd_run(args) -> int:
-    from tcpeval.backends.base import BackendError
     from tcpeval.backends.emulated.host import PreflightError
 
     condition, run_dir = _condition(args)
-    from tcpeval.backends import algorithms
 
     found = algorithms.problems([condition], condition.backend)
     if found:
@@ -153,7 +153,6 @@ def cmd_run(args) -> int:
             raise UserError(str(err)) from None
         print(f"tcpeval: run failed ({run_dir}): {err}\n  details: {run_dir / 'run.log'}", file=sys.stderr)
         return 1
-    from tcpeval import dilation
 
     k = dilation.factor(record)
     virtual = dilation.to_virtual(record)  # what the condition asked for, in its units
@@ -168,7 +167,6 @@ def cmd_run(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from tcpeval.backends.base import BackendError
     from tcpeval.backends.emulated import build, calibrate
     from tcpeval.backends.emulated.host import PreflightError
 
@@ -192,7 +190,6 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_cleanup(args) -> int:
-    from tcpeval.backends.base import BackendError
     from tcpeval.backends.emulated import host
 
     try:
@@ -216,10 +213,7 @@ def cmd_cleanup(args) -> int:
 def cmd_plan(args) -> int:
     """Runs, traffic time and wall time of a campaign on this host, with the time-dilation
     factors its runs would get."""
-    from collections import Counter
 
-    from tcpeval import spec
-    from tcpeval.backends import planning
 
     try:
         design = spec.load_design(args.design)
