@@ -81,8 +81,11 @@ def test_to_virtual_leaves_the_physical_trace_alone():
 
 
 def test_sender_frames_hold_the_same_virtual_time_at_every_factor():
-    from tcpeval.backends.emulated.runner import WIRE_FRAME_BYTES
-    from tcpeval.backends.emulated.topology import SENDER_BURST_S, sender_gso_max_segs
+    from tcpeval.backends.emulated.topology import (
+        SENDER_BURST_S,
+        WIRE_FRAME_BYTES,
+        sender_gso_max_segs,
+    )
 
     def segs(rate_bps):
         return sender_gso_max_segs(rate_bps, WIRE_FRAME_BYTES)

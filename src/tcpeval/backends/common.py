@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from tcpeval.backends.base import BackendError
-from tcpeval.provenance import REPO_ROOT, git_revision  # noqa: F401 (re-exported for the backends)
+from tcpeval.provenance import REPO_ROOT
 
 IPERF3_PORT = 5201
 # Flows end within this long after the run's duration (iperf3's report included).

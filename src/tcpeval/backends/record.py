@@ -12,6 +12,7 @@ import os
 import socket
 from pathlib import Path
 
+from tcpeval import provenance
 from tcpeval.backends import common, fidelity
 from tcpeval.backends.base import BackendError
 from tcpeval.trace import SCHEMA_VERSION, TRACE_FILE
@@ -40,7 +41,7 @@ def environment(*, kernel: str, tools: dict, sysctls: dict, offloads, kernel_ver
     if kernel_version is not None:
         env["kernel_version"] = kernel_version
     env.update({"cpus": os.cpu_count() or 1, "tools": tools, "tcpeval_version": common.tcpeval_version(),
-                "git_revision": common.git_revision(), "sysctls": sysctls, "offloads": offloads})
+                "git_revision": provenance.git_revision(), "sysctls": sysctls, "offloads": offloads})
     return {**env, **own}
 
 

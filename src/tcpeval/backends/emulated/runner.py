@@ -46,8 +46,7 @@ from tcpeval.backends.emulated import plan as plans
 from tcpeval.backends.emulated.build import Artifacts, ensure_built
 from tcpeval.backends.emulated.counters import HostCounters, ack_record, tcp_counters
 from tcpeval.backends.emulated.dropctl import DropStage
-from tcpeval.backends.emulated.plan import MAX_FLOWS, Plan, check_condition  # noqa: F401 (the backend's API)
-from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES  # noqa: F401 (tests import it here)
+from tcpeval.backends.emulated.plan import Plan, check_condition
 from tcpeval.backends.record import refuse_overwrite
 from tcpeval.spec import adhoc_condition
 
