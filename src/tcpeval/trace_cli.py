@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tcpeval import trace
+from tcpeval.errors import UserError
 
 
 def _trace_files(paths: list[str]) -> list[Path]:
@@ -49,8 +50,7 @@ def cmd_upgrade(args) -> int:
     try:
         files = _trace_files(args.paths)
     except trace.TraceError as err:
-        print(f"tcpeval: error: {err}", file=sys.stderr)
-        return 2
+        raise UserError(str(err)) from None
     plans, errors = [], []
     for path in files:
         try:
@@ -73,9 +73,7 @@ def cmd_upgrade(args) -> int:
     for message in errors:
         print(f"tcpeval: error: {message}", file=sys.stderr)
     if errors:
-        print(f"tcpeval: {len(errors)} of {len(files)} traces cannot be upgraded; nothing was rewritten",
-              file=sys.stderr)
-        return 2
+        raise UserError(f"{len(errors)} of {len(files)} traces cannot be upgraded; nothing was rewritten")
     old_ones = [p for p in plans if p[1] < trace.SCHEMA_VERSION]
     shown: dict[tuple, Path] = {}  # each distinct list of changes is printed once
     for path, version, old, new in plans:
