@@ -7,11 +7,14 @@
 FROM debian:12
 ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /work/tcpeval
-# What `make bootstrap` does on a fresh machine, nothing else: the Debian packages of
-# tools/apt-packages.txt (without Recommends) and the pinned .venv.
+# What `make bootstrap` does on a fresh machine, nothing else, in three layers that change
+# at different paces: the Debian packages of tools/apt-packages.txt (without Recommends),
+# the pinned Python packages, then the source. A change under src/ redoes only the last.
+# The package lists stay: the dependency-closure test asks apt about the listed packages.
 COPY tools/bootstrap.sh tools/apt-packages.txt tools/
-COPY requirements.txt requirements.lock pyproject.toml ./
-COPY src src
-RUN tools/bootstrap.sh && rm -rf /var/lib/apt/lists/*
+RUN tools/bootstrap.sh packages && rm -rf /var/cache/apt/archives/*.deb
+COPY requirements.txt requirements.lock ./
+RUN tools/bootstrap.sh python-deps && rm -rf /root/.cache/pip
 COPY . .
+RUN tools/bootstrap.sh
 CMD ["make", "test"]

@@ -2,19 +2,20 @@
 # The project's container image, built and run with podman (rootful) on this Debian host:
 # no Docker engine and no Docker Hub needed.
 #
-#   tools/container-image.sh [build] [--rebuild-base] [--tag NAME]   (make image)
+#   tools/container-image.sh [build] [--rebuild-base] [--fresh] [--tag NAME]   (make image)
 #   tools/container-image.sh run [--name NAME] [CMD...]   CMD (default: make test) in a container
 #   tools/container-image.sh name             the image's name for this revision
 #
 # build: the Dockerfile, unchanged, on a Debian 12 base made here with debootstrap from
 # the mirror apt already uses (imported as localhost/debian:12, which `FROM debian:12`
-# resolves to, once; --rebuild-base makes it anew). The build context is a clean clone of
+# resolves to, once; --rebuild-base makes it anew; --fresh makes it anew and uses no cached
+# layer, as a new machine would: CI builds so). The build context is a clean clone of
 # the commit checked out (uncommitted changes are not in the image), so the image is one
 # revision and is tagged with it as well as :latest; earlier revisions' images are removed.
 #
 # What this host needs, in code rather than in memory:
-#  - podman, runc and debootstrap, installed here when missing (not the experiments'
-#    packages, so not in tools/apt-packages.txt);
+#  - podman, runc and debootstrap, installed here when missing (PACKAGES below: not the
+#    experiments' packages, so not in tools/apt-packages.txt);
 #  - a containers.conf of our own (build/image/containers.conf, via CONTAINERS_CONF; the
 #    host's configuration is left alone): the runtime runc (crun fails on hosts with
 #    hybrid cgroups), cgroupfs (no systemd), and default ulimits no higher than podman's
@@ -28,6 +29,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
+PACKAGES=(podman runc debootstrap)
+# shellcheck source=tools/own-packages.sh
+source tools/own-packages.sh
 
 IMAGE=${TCPEVAL_IMAGE:-localhost/tcpeval}
 BASE=localhost/debian:12
@@ -39,17 +43,6 @@ die() { echo "container-image: $*" >&2; exit 1; }
 say() { echo "container-image: $*" >&2; }
 
 [[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, rootful podman); run it with sudo"
-
-need_tools() {  # package names whose commands are missing
-  local missing=() pkg
-  for pkg in "$@"; do command -v "$pkg" >/dev/null || missing+=("$pkg"); done
-  ((${#missing[@]})) || return 0
-  say "installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  # runc named with podman so that apt does not pick crun for podman's runtime
-  apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
-}
 
 # Container ulimits no higher than podman's own hard limits: its defaults (1048576 files
 # and processes) need CAP_SYS_RESOURCE, which a container host may withhold even from root,
@@ -95,7 +88,6 @@ host_mirror() {
 }
 
 make_base() {
-  need_tools debootstrap
   local mirror root ca=${PIP_CERT:-${SSL_CERT_FILE:-}}
   mirror=$(host_mirror)
   root=$WORK/rootfs
@@ -135,16 +127,17 @@ make_base() {
 }
 
 build() {
-  local rebuild_base=0 tag=
+  local rebuild_base=0 tag= cache=--layers
   while (($#)); do
     case $1 in
       --rebuild-base) rebuild_base=1 ;;
+      --fresh) rebuild_base=1 cache=--no-cache ;;
       --tag) tag=$2; shift ;;
       *) die "build: unknown option $1" ;;
     esac
     shift
   done
-  need_tools podman runc
+  install_own_packages
   write_conf
   if ((rebuild_base)) || ! podman image exists "$BASE"; then
     make_base
@@ -157,7 +150,7 @@ build() {
   rm -rf "$ctx"
   git clone -q --no-checkout "$REPO" "$ctx"
   git -C "$ctx" checkout -q --detach "$(git rev-parse HEAD)"
-  local args=(--pull=never --network host --layers -f "$ctx/Dockerfile"
+  local args=(--pull=never --network host "$cache" -f "$ctx/Dockerfile"
               -t "$IMAGE:$rev" -t "$IMAGE:latest" --label "org.opencontainers.image.revision=$(git rev-parse HEAD)")
   [[ -n $tag ]] && args+=(-t "$tag")
   local v
@@ -170,6 +163,7 @@ build() {
   # earlier revisions' images go: each can hold an environment of its own (3.3 GB)
   podman images --format '{{.Repository}}:{{.Tag}}' "$IMAGE" | grep -v -e ":$rev\$" -e ':latest$' \
     | xargs -r podman rmi >/dev/null || true
+  podman image prune -f >/dev/null || true   # the layers no tag holds any more
   say "built $IMAGE:$rev and $IMAGE:latest, $(podman image inspect --format '{{.Size}}' "$IMAGE:$rev" | numfmt --to=si)B"
 }
 
@@ -180,7 +174,7 @@ build() {
 # the root cpu group (src/tcpeval/backends/emulated/awake.py). Removed on exit, even when
 # interrupted.
 run() {
-  need_tools podman runc
+  install_own_packages
   write_conf
   local image=$IMAGE:$(revision)
   podman image exists "$image" || image=$IMAGE:latest
@@ -208,6 +202,6 @@ case $cmd in
   run) run "$@" ;;
   name) echo "$IMAGE:$(revision)" ;;
   -h|--help|help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' ;;
-  --rebuild-base|--tag) build "$cmd" "$@" ;;
+  --rebuild-base|--fresh|--tag) build "$cmd" "$@" ;;
   *) die "unknown command $cmd (build, run, name)" ;;
 esac

@@ -23,21 +23,10 @@ set -euo pipefail
 STATE=${SLURM_LOCAL_DIR:-/tmp/tcpeval-slurm-local}
 CONF_LINK=/etc/slurm/slurm.conf
 PACKAGES=(munge slurmctld slurmd slurm-client)
+# shellcheck source=tools/own-packages.sh
+source "$(dirname "$0")/own-packages.sh"
 
 die() { echo "slurm-local: $*" >&2; exit 1; }
-
-install_packages() {
-  local missing=()
-  for pkg in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-  done
-  if ((${#missing[@]})); then
-    echo "slurm-local: installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-}
 
 pid_alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -87,7 +76,7 @@ link_config() {
 
 start() {
   [[ $(id -u) -eq 0 ]] || die "needs root (daemons, /etc/slurm/slurm.conf)"
-  install_packages
+  install_own_packages
   write_config
   link_config
   if ! pid_alive "$STATE/munged.pid"; then
