@@ -15,6 +15,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "tools" / "container-image.sh"
+# podman, which this test also runs, comes from that script's own packages (tests/deps)
+OWN_PACKAGES_OF = "tools/container-image.sh"
 LOG = REPO / "build" / "image" / "make-test.log"
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]

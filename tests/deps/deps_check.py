@@ -11,12 +11,12 @@ a file that is missing.
 """
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import deps_commands
@@ -85,45 +85,65 @@ def _package_for_missing_tex(name: str) -> str:
     return f"find its Debian package (apt-file search {name}) and add that line to tools/apt-packages.txt"
 
 
-# A tools/*.sh script that installs the Debian packages it runs (optional paths: a local
-# SLURM cluster, the container image) names them in one array, PACKAGES=(...).
-SELF_INSTALLING = re.compile(r"^PACKAGES=\(([^)]*)\)", re.M)
+DEB_FILES_CACHE = Path(__file__).resolve().parents[2] / "build" / "deb-files"
+# A Python file that drives such a script (its test) names it: OWN_PACKAGES_OF = "tools/x.sh".
+DRIVES = "OWN_PACKAGES_OF"
 
 
-def self_installed(repo: Path) -> dict[str, list[str]]:
-    """script ("tools/x.sh") -> the packages it installs itself before running them."""
-    found = {}
+def own_packages(repo: Path) -> dict[str, list[str]]:
+    """file ("tools/x.sh") -> the Debian packages it installs itself before running them.
+    A tools/*.sh script for an optional part (a local SLURM cluster, the container image's
+    host side) declares them as PACKAGES=(...) (tools/own-packages.sh installs them); a
+    Python file that drives such a script declares OWN_PACKAGES_OF = "tools/x.sh"."""
+    own = {}
     for path in sorted(repo.glob("tools/*.sh")):
-        m = SELF_INSTALLING.search(path.read_text())
-        if m:
-            found[str(path.relative_to(repo))] = m.group(1).split()
-    return found
+        packages = deps_commands.shell_array(path, "PACKAGES")
+        if packages is not None:
+            own[str(path.relative_to(repo))] = packages
+    for pattern in deps_commands.SOURCES["python"]:
+        for path in sorted(repo.glob(pattern)):
+            for node in ast.parse(path.read_text()).body:
+                if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == DRIVES for t in node.targets)
+                        and isinstance(node.value, ast.Constant)):
+                    script = node.value.value
+                    if script not in own:
+                        raise ValueError(f"{path.relative_to(repo)}: {DRIVES} = {script!r} names no tools/*.sh "
+                                         "script that declares PACKAGES=(...)")
+                    own[str(path.relative_to(repo))] = own[script]
+    return own
 
 
-def command_problems(repo: Path, apt_list: Path) -> list[str]:
-    """Every executable the project runs (tests/deps/deps_commands.py). One that only a
-    self-installing script runs may come from that script's own packages instead."""
+def _declared(command: str, uses: list[str], own: dict[str, list[str]]) -> list[str] | None:
+    """The packages declared by the files that run the command, when only such files run it."""
+    files = {u.rsplit(":", 1)[0] for u in uses}
+    if not files <= own.keys():
+        return None
+    return sorted({p for f in files for p in own[f]})
+
+
+def command_problems(repo: Path, apt_list: Path, own: dict[str, list[str]] | None = None) -> list[str]:
+    """Every executable the project runs (tests/deps/deps_commands.py). One that only
+    self-installing scripts (and the tests that drive them) run is accounted for by the
+    packages they declare, read from those packages' .debs: the same on every machine,
+    whether or not the packages are installed."""
     closure = deps_debian.closure_of(apt_list)
-    own = self_installed(repo)
-    problems, resolved, by_scripts = [], {}, {}
+    own = own_packages(repo) if own is None else own
+    problems, resolved = [], {}
     for command, uses in sorted(deps_commands.project_commands(repo).items()):
+        declared = _declared(command, uses, own)
+        if declared and deps_debian.ships_command(declared, command, DEB_FILES_CACHE):
+            continue
         found = system_which(command)
-        scripts = {u.rsplit(":", 1)[0] for u in uses}
         if found is not None:
-            hops = (deps_debian.hops(Path(found)), uses)
-            if scripts <= own.keys():
-                by_scripts.setdefault(tuple(sorted(scripts)), {})[command] = hops
-            else:
-                resolved[command] = hops
+            resolved[command] = (deps_debian.hops(Path(found)), uses)
         elif not (VENV_BIN / command).exists():  # .venv's come from requirements.lock
-            problems.append(f"{command} ({_where(uses)}) is not installed: {_package_for_missing_command(command)}")
-    problems += judge(resolved, closure)
-    for scripts, needed in by_scripts.items():
-        with tempfile.TemporaryDirectory() as tmp:
-            extended = Path(tmp) / "apt-packages.txt"
-            extended.write_text(apt_list.read_text() + "\n" + "\n".join(p for s in scripts for p in own[s]) + "\n")
-            problems += judge(needed, deps_debian.closure_of(extended))
-    return problems
+            if declared:
+                problems.append(f"{command} ({_where(uses)}) is shipped by none of the packages its script "
+                                f"declares ({', '.join(declared)}): add the one that ships it to the script's "
+                                "PACKAGES=(...)")
+            else:
+                problems.append(f"{command} ({_where(uses)}) is not installed: {_package_for_missing_command(command)}")
+    return problems + judge(resolved, closure)
 
 
 def tex_problems(repo: Path, apt_list: Path) -> list[str]:

@@ -4,27 +4,30 @@ Python (ast): the argv of subprocess.run/Popen/check_output/check_call/call and 
 project's wrappers (host.run, SshHost.run/spawn, the tests' sh(...)) when it is a literal,
 a name bound to a literal in the same function or module, or a same-module function that
 returns literals; the command after `ip netns exec <ns>`; every shutil.which("x"), also
-over a literal or module-level collection of names. Shell scripts and Makefiles: the
-first word of every simple command (Make variables with a one-word default expanded).
+over a literal or module-level collection of names. Shell scripts and Makefiles' recipes:
+parsed by shfmt, the command word of every simple command and the command a wrapper
+(`command -v`, `xargs`, `timeout`, `ip netns exec` ...) hands on to; builtins and the
+script's own functions are not commands (Make variables with a one-word default expanded).
 Executables the project builds itself and paths into the repository are not commands
 of the system. What a program runs in turn is declared in IMPLIED, with the reason.
 """
 from __future__ import annotations
 
 import ast
+import json
 import re
-import shlex
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 RUN_NAMES = {"run", "Popen", "check_output", "check_call", "call", "sh", "spawn"}
 COMMAND = re.compile(r"^[A-Za-z][A-Za-z0-9_.+-]*$")
-KEYWORDS = {"!", "{", "}", "if", "then", "else", "elif", "while", "until", "do", "time"}
+# Shell builtins (a command word, but nothing to install).
 SHELL_WORDS = {
-    "!", "[", "[[", "]]", "{", "}", "(", ")", ".", ":", "case", "cd", "command", "continue", "break", "declare", "do",
-    "done", "echo", "elif", "else", "esac", "eval", "exec", "exit", "export", "false", "fi", "for",
-    "function", "if", "in", "local", "printf", "read", "readonly", "return", "set", "shift", "source",
-    "test", "then", "time", "trap", "true", "type", "unset", "wait", "while",
+    ".", ":", "[", "break", "cd", "command", "continue", "declare", "echo", "eval", "exec", "exit", "export",
+    "false", "hash", "let", "local", "mapfile", "popd", "printf", "pushd", "read", "readonly", "return", "set",
+    "shift", "shopt", "source", "test", "trap", "true", "type", "ulimit", "umask", "unset", "wait",
 }
 # Programs the project does not start itself, run by the ones it does.
 IMPLIED = {
@@ -158,51 +161,114 @@ def python_commands(path: Path, text: str | None = None) -> list[tuple[str, int]
     return scanner.found
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    lines, buf, start = [], "", 0
-    for number, line in enumerate(text.splitlines(), 1):
-        if not buf:
-            start = number
-        if line.endswith("\\"):
-            buf += line[:-1] + " "
-            continue
-        lines.append((start, buf + line))
-        buf = ""
-    return lines
+def _word(node) -> str | None:
+    """A shell word's text when it is literal (plain, or in quotes without expansions)."""
+    text = ""
+    for part in node.get("Parts", []):
+        kind = part.get("Type")
+        if kind in ("Lit", "SglQuoted"):
+            text += part.get("Value", "")
+        elif kind == "DblQuoted" and all(p.get("Type") == "Lit" for p in part.get("Parts", [])):
+            text += "".join(p.get("Value", "") for p in part.get("Parts", []))
+        else:
+            return None
+    return text
 
 
-def shell_words(line: str) -> list[str]:
-    """The command word of every simple command on one shell line (quotes respected)."""
-    words = re.findall(r"command -v ([A-Za-z0-9_.+-]+)", line)
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-    lexer.commenters = "#"
-    lexer.wordchars += "$[]{}!:=-./+*,%@~^"
-    try:
-        tokens = list(lexer)
-    except ValueError:  # an unbalanced quote: a fragment, not a command line
-        return words
-    expect = True
-    for token in tokens:
-        if token and set(token) <= set(";&|()<>"):
-            expect = token not in ("<", ">", ">>", "<<", ">&", "<&")
+# Commands that run the command given in their arguments: name -> the options that take a value.
+WRAPPERS = {"command": set(), "exec": set(), "nohup": set(), "env": {"-u"}, "runuser": {"-u", "-g", "-G"},
+            "xargs": {"-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a"}, "timeout": {"-s", "-k"}}
+
+
+def _commands_of_call(words: list[str | None]) -> list[str]:
+    """The command a simple command runs, and the one it hands on to (`command -v x` names
+    x; `xargs -r x`, `timeout 5 x`, `ip netns exec ns x` run x)."""
+    found = []
+    while words and words[0]:
+        head, rest = words[0], words[1:]
+        if head == "command" and rest[:1] == ["-v"]:
+            return found + [w for w in rest[1:2] if w]
+        if head == "ip" and rest[:2] == ["netns", "exec"]:
+            found.append(head)
+            words = rest[3:]
             continue
-        if not expect:
+        if head not in WRAPPERS:
+            return found + [head]
+        if head not in SHELL_WORDS:
+            found.append(head)
+        takes_value, i = WRAPPERS[head], 0
+        while i < len(rest) and rest[i] and (rest[i].startswith("-") or "=" in rest[i]):
+            i += 2 if rest[i] in takes_value else 1
+        if head == "timeout" and i < len(rest):
+            i += 1  # the duration
+        words = rest[i:]
+    return found
+
+
+def shell_tree(text: str, where: str) -> dict:
+    """The syntax tree of a bash program, from shfmt (the parser behind the shfmt formatter):
+    heredoc bodies, quoted awk programs and case patterns are words, not commands."""
+    if shutil.which("shfmt") is None:
+        raise RuntimeError("shfmt is not installed: it is in the Debian package 'shfmt' (tools/apt-packages.txt)")
+    proc = subprocess.run(["shfmt", "--to-json", "-ln", "bash"], input=text, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ValueError(f"{where}: shfmt cannot parse it: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def _walk(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+# a system program named by its path is the command of that name
+SYSTEM_DIRS = ("/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/")
+
+
+def _functions(tree: dict) -> set[str]:
+    return {n["Name"]["Value"] for n in _walk(tree) if n.get("Type") == "FuncDecl"}
+
+
+def _tree_commands(tree: dict) -> list[tuple[str, int]]:
+    functions = _functions(tree)
+    found = []
+    for node in _walk(tree):
+        if node.get("Type") != "CallExpr" or not node.get("Args"):
             continue
-        if token in KEYWORDS or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", token):
-            continue  # a keyword, or VAR=value before the command
-        expect = False
-        if token not in SHELL_WORDS and COMMAND.match(token):
-            words.append(token)
-    return words
+        for command in _commands_of_call([_word(w) for w in node["Args"]]):
+            if command.startswith(SYSTEM_DIRS):
+                command = command.rsplit("/", 1)[1]
+            if command not in SHELL_WORDS and command not in functions and COMMAND.match(command):
+                found.append((command, node["Pos"]["Line"]))
+    return found
+
+
+def shell_functions(path: Path) -> set[str]:
+    """The functions a shell file defines (a script may call those of a file it sources)."""
+    return _functions(shell_tree(path.read_text(), str(path)))
 
 
 def shell_commands(path: Path, text: str | None = None) -> list[tuple[str, int]]:
-    text = path.read_text() if text is None else text
-    functions = set(re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\(\)", text, re.M))
-    return [(w, n) for n, line in _logical_lines(text) for w in shell_words(line) if w not in functions]
+    return _tree_commands(shell_tree(path.read_text() if text is None else text, str(path)))
+
+
+def shell_array(path: Path, name: str, text: str | None = None) -> list[str] | None:
+    """The literal elements of the array `name=(...)` a shell script assigns (None: none)."""
+    tree = shell_tree(path.read_text() if text is None else text, str(path))
+    for node in _walk(tree):
+        if node.get("Type") is None and node.get("Name", {}).get("Value") == name and "Array" in node:
+            return [w for e in node["Array"].get("Elems") or [] if (w := _word(e["Value"]))]
+    return None
 
 
 def make_commands(path: Path, text: str | None = None) -> list[tuple[str, int]]:
+    """The commands of every recipe line, parsed as one shell program whose line numbers are
+    the Makefile's (one-word Make variables expanded, `$$` unescaped)."""
     text = path.read_text() if text is None else text
     variables = {"MAKE": "make"}
     for m in re.finditer(r"^([A-Za-z_]+)\s*[?:]?=\s*(\S+)\s*$", text, re.M):
@@ -212,14 +278,19 @@ def make_commands(path: Path, text: str | None = None) -> list[tuple[str, int]]:
         value = variables.get(m.group(1), "")
         return value if COMMAND.match(value) else "$" + m.group(1)  # not a system command
 
-    found = []
-    for n, line in _logical_lines(text):
-        if not line.startswith("\t"):
-            continue
+    def shell_text(line: str) -> str:
+        line = line.replace("$$", "\0")  # the shell's own $
         line = re.sub(r"\$\(([A-Za-z_]+)\)", expand, line)
-        line = line.strip().lstrip("@-").replace("$$", "$")
-        found += [(w, n) for w in shell_words(line)]
-    return found
+        line = re.sub(r"\$(\([@<^*?][DF]\)|[@<^*?+|])", "make_auto", line)  # $@, $<, $(@D) ...
+        line = re.sub(r"\$\([^)]*\)", "make_expr", line)  # $(wildcard ...) and other functions
+        return line.strip().lstrip("@-").replace("\0", "$")
+
+    program, continued = [], False
+    for line in text.splitlines():
+        recipe = continued or line.startswith("\t")
+        continued = recipe and line.endswith("\\")
+        program.append(shell_text(line) if recipe else "")
+    return _tree_commands(shell_tree("\n".join(program) + "\n", str(path)))
 
 
 SOURCES = {
@@ -228,20 +299,18 @@ SOURCES = {
     "make": ["Makefile", "cc/Makefile", "hw/Makefile"],
 }
 SCANNERS = {"python": python_commands, "shell": shell_commands, "make": make_commands}
-# Not the pipeline: the host side of the container image (`make image`), which installs
-# what it needs itself (podman, runc, debootstrap) and never runs inside the image.
-NOT_THE_PIPELINE = {"tools/container-image.sh", "tests/test_container_image.py"}
 
 
 def project_commands(repo: Path) -> dict[str, list[str]]:
     """command -> where it is run ("path:line", or the reason for an implied one)."""
     uses: dict[str, list[str]] = {}
-    for kind, patterns in SOURCES.items():
-        for pattern in patterns:
-            for path in sorted(repo.glob(pattern)):
-                if ".venv" in path.parts or str(path.relative_to(repo)) in NOT_THE_PIPELINE:
-                    continue
-                for command, line in SCANNERS[kind](path):
+    files = {kind: [path for pattern in patterns for path in sorted(repo.glob(pattern)) if ".venv" not in path.parts]
+             for kind, patterns in SOURCES.items()}
+    functions = set().union(*map(shell_functions, files["shell"]))
+    for kind, paths in files.items():
+        for path in paths:
+            for command, line in SCANNERS[kind](path):
+                if kind == "python" or command not in functions:
                     uses.setdefault(command, []).append(f"{path.relative_to(repo)}:{line}")
     for command, reason in IMPLIED.items():
         uses.setdefault(command, []).append(reason)

@@ -12,9 +12,12 @@ the packages marked Essential or of Priority required; they are accepted as give
 from __future__ import annotations
 
 import functools
+import io
 import os
 import re
 import subprocess
+import tarfile
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,3 +182,68 @@ def hops(path: Path) -> list[Path]:
     if real not in seen:
         seen.append(real)
     return seen
+
+
+def candidate_versions(packages: tuple[str, ...]) -> dict[str, str]:
+    """package -> the version apt would install (one apt-cache call for all)."""
+    proc = subprocess.run(["apt-cache", "show", "--no-all-versions", *packages], capture_output=True, text=True)
+    found = dict(re.findall(r"^Package: (\S+)\n(?:.+\n)*?Version: (\S+)$", proc.stdout, re.M))
+    unknown = [p for p in packages if p not in found]
+    if unknown:
+        raise RuntimeError(f"apt does not know the package(s) {', '.join(unknown)} "
+                           "(a typo? stale package lists: run `apt-get update`)")
+    return found
+
+
+def _members(deb: Path, part: str) -> dict[str, tarfile.TarInfo | bytes]:
+    """A .deb's file system (part "fsys": name -> member) or control files ("ctrl": name -> bytes)."""
+    tar = subprocess.run(["dpkg-deb", f"--{part}-tarfile", str(deb)], capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+        members = {"/" + os.path.normpath(m.name): m for m in archive.getmembers() if not m.isdir()}
+        if part == "ctrl":
+            return {name: archive.extractfile(m).read() for name, m in members.items() if m.isfile()}
+        return members
+
+
+# `update-alternatives --install LINK NAME PATH ...` in a maintainer script: LINK is the
+# package's too, though no .deb holds it (Debian's slurmd ships /usr/sbin/slurmd-wlm, and
+# its postinst makes /usr/sbin/slurmd)
+ALTERNATIVE = re.compile(rb"update-alternatives\s+--install\s+(/\S+)\s+\S+\s+(/\S+)")
+
+
+def _deb_files(deb: Path) -> set[str]:
+    files = set(_members(deb, "fsys"))
+    for script in _members(deb, "ctrl").values():
+        files |= {link.decode() for link, path in ALTERNATIVE.findall(script) if path.decode() in files}
+    return files
+
+
+def _package_files(package: str, version: str, cache: Path) -> set[str]:
+    """The paths a version of a Debian package ships, read from its .deb (`apt-get
+    download`), installed or not; kept in `cache` by name and version."""
+    listing = cache / f"{package}_{version.replace(':', '%')}.txt"
+    if not listing.exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            got = subprocess.run(["apt-get", "download", "-q", f"{package}={version}"], cwd=tmp,
+                                 capture_output=True, text=True)
+            debs = list(Path(tmp).glob("*.deb"))
+            if got.returncode != 0 or not debs:
+                raise RuntimeError(f"apt-get download {package}={version} failed: {got.stderr.strip()}")
+            names = sorted(_deb_files(debs[0]))
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = listing.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text("\n".join(names) + "\n")
+        partial.replace(listing)
+    return set(listing.read_text().split())
+
+
+@functools.lru_cache(maxsize=None)
+def packages_files(packages: tuple[str, ...], cache: Path) -> dict[str, set[str]]:
+    """package -> the paths its candidate version ships."""
+    return {p: _package_files(p, v, cache) for p, v in candidate_versions(packages).items()}
+
+
+def ships_command(packages: list[str], command: str, cache: Path) -> bool:
+    """Does one of the packages ship the command in a system directory?"""
+    paths = {str(p) for d in ("/usr/bin", "/usr/sbin") for p in spellings(Path(d) / command)}
+    return any(paths & files for files in packages_files(tuple(sorted(packages)), cache).values())

@@ -42,3 +42,15 @@ def test_a_needed_line_deleted_from_the_list_is_named(tmp_path):
     tex = "\n".join(deps_check.tex_problems(REPO, short))
     assert "make (" in commands and "'make'" in commands and "add the line: make" in commands
     assert "lmodern.sty (paper/main.tex)" in tex and "add the line: lmodern" in tex
+
+
+def test_a_package_deleted_from_a_scripts_declaration_is_named():
+    """A self-installing script's commands are accounted for by the packages it declares,
+    read from their .debs whether or not they are installed here: without slurm-client,
+    squeue (tools/slurm-local.sh) is named."""
+    own = deps_check.own_packages(REPO)
+    assert "slurm-client" in own["tools/slurm-local.sh"] and "podman" in own["tests/test_container_image.py"]
+    own["tools/slurm-local.sh"] = [p for p in own["tools/slurm-local.sh"] if p != "slurm-client"]
+    problems = "\n".join(deps_check.command_problems(REPO, APT_LIST, own=own))
+    assert "squeue (tools/slurm-local.sh:" in problems and "PACKAGES=(...)" in problems, problems
+    assert "slurmd (" not in problems and "podman (" not in problems, problems

@@ -47,10 +47,43 @@ def test_shell_commands_skip_builtins_functions_quotes_and_assignments():
     assert sorted(set(found)) == ["bpftool", "grep", "pdfinfo", "wc"]
 
 
+def test_shell_heredocs_awk_programs_and_case_labels_are_not_commands():
+    """What the line-by-line reader took for commands in tools/container-image.sh."""
+    script = textwrap.dedent('''
+        cat > "$conf" <<EOF
+        [engine]
+        runtime = "runc"
+        EOF
+        m=$(awk -v s="$suite" '/^URIs:/ { uri = $2 } { for (i = 2; i <= NF; i++) print $i }' "$f")
+        build() { podman build "$@"; }
+        case $cmd in
+          build) build "$@" ;;
+          help|-h) sed -n '2,8p' "$0" ;;
+        esac
+        hard() { local v; v=$(ulimit -H "$1"); echo "$v"; }
+        x=$(hard -n 1024)
+        echo 'a b' | xargs -r podman rmi
+        timeout 40 apt-cache depends x
+        runuser -u munge -- /usr/sbin/munged
+        ip netns exec tev0 ethtool -K eth0 gro off
+    ''')
+    found = {c for c, _ in deps_commands.shell_commands(Path("x.sh"), script)}
+    assert found == {"cat", "awk", "sed", "xargs", "podman", "timeout", "apt-cache", "runuser", "munged", "ip",
+                     "ethtool"}
+
+
+def test_a_shell_array_declaration_is_read_as_written():
+    script = "set -e\nPACKAGES=(munge slurmd  # the daemon\n  slurm-client)\nOTHER=(x)\n"
+    assert deps_commands.shell_array(Path("x.sh"), "PACKAGES", script) == ["munge", "slurmd", "slurm-client"]
+    assert deps_commands.shell_array(Path("x.sh"), "MISSING", script) is None
+
+
 def test_make_recipes_expand_one_word_variables_only():
-    makefile = "CLANG ?= clang\nVENV := .venv/bin\nx:\n\t$(CLANG) -c a.c\n\t@mkdir -p $(OUT)\n\t$(VENV)/tcpeval x\n\t$(MAKE) -C y\n"
+    makefile = ("CLANG ?= clang\nVENV := .venv/bin\nx:\n\t$(CLANG) -c a.c\n\t@mkdir -p $(OUT)\n\t$(VENV)/tcpeval x\n"
+                "\t$(MAKE) -C y\n%.o: %.c\n\t$(CLANG) -c $< -o $@.tmp && mv $@.tmp $@\n"
+                "\t@for f in $(wildcard *.c); do \\\n\t  wc -l $$f; done\n")
     found = {c for c, _ in deps_commands.make_commands(Path("Makefile"), makefile)}
-    assert found == {"clang", "mkdir", "make"}
+    assert found == {"clang", "mkdir", "make", "mv", "wc"}
 
 
 def test_tex_files_of_classes_packages_and_font_encodings():
