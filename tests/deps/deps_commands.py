@@ -14,6 +14,7 @@ of the system. What a program runs in turn is declared in IMPLIED, with the reas
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import shutil
@@ -205,6 +206,7 @@ def _commands_of_call(words: list[str | None]) -> list[str]:
     return found
 
 
+@functools.lru_cache(maxsize=None)  # a script is read for its commands, functions and PACKAGES
 def shell_tree(text: str, where: str) -> dict:
     """The syntax tree of a bash program, from shfmt (the parser behind the shfmt formatter):
     heredoc bodies, quoted awk programs and case patterns are words, not commands."""
