@@ -102,7 +102,10 @@ def own_packages(repo: Path) -> dict[str, list[str]]:
             own[str(path.relative_to(repo))] = packages
     for pattern in deps_commands.SOURCES["python"]:
         for path in sorted(repo.glob(pattern)):
-            for node in ast.parse(path.read_text()).body:
+            text = path.read_text()
+            if DRIVES not in text:  # most files: no need to parse them a second time
+                continue
+            for node in ast.parse(text).body:
                 if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == DRIVES for t in node.targets)
                         and isinstance(node.value, ast.Constant)):
                     script = node.value.value
@@ -113,7 +116,7 @@ def own_packages(repo: Path) -> dict[str, list[str]]:
     return own
 
 
-def _declared(command: str, uses: list[str], own: dict[str, list[str]]) -> list[str] | None:
+def _declared(uses: list[str], own: dict[str, list[str]]) -> list[str] | None:
     """The packages declared by the files that run the command, when only such files run it."""
     files = {u.rsplit(":", 1)[0] for u in uses}
     if not files <= own.keys():
@@ -130,7 +133,7 @@ def command_problems(repo: Path, apt_list: Path, own: dict[str, list[str]] | Non
     own = own_packages(repo) if own is None else own
     problems, resolved = [], {}
     for command, uses in sorted(deps_commands.project_commands(repo).items()):
-        declared = _declared(command, uses, own)
+        declared = _declared(uses, own)
         if declared and deps_debian.ships_command(declared, command, DEB_FILES_CACHE):
             continue
         found = system_which(command)
