@@ -1,30 +1,26 @@
-"""Benchmark of the emulated backend (run by `make bench`; not a test; needs root).
+"""Benchmark of the emulated backend (run by `make bench`; not a test; needs root): the
+link mechanisms side by side, in one run -- TBF against the link engine with scheduled
+departures (tevlink; backends/emulated/bottleneck.py).
 
-1. Highest bottleneck rate the host carries on the per-packet path (offloads off, BPF
-   dropper enabled at p = 0, the delay mechanism in place, no rate limit) at each RTT of
-   the paper, with 1 and 2 native-CUBIC flows; the aggregate steady-state throughput
-   (second half of the run) is what the host sustains -- the raw maximum.
-   Beside it, the rate the host carries *faithfully*: the highest bottleneck rate, from
-   90 % of the raw maximum down, at which a run comes out with fidelity verdict ok
-   (delay line on time, receivers ACKing every second segment, the link and not the
-   CPUs limiting; calibrate.faithful_rate). Only that figure is a benchmark result; runs
-   calibrate to the lowest of it (tcpeval calibrate).
-2. Fixed overhead per run: wall time of a complete short run minus its traffic time
-   (preflight, build check, lock, namespaces, qdiscs, BPF, RTT measurement, teardown,
-   trace writing), median of several runs.
+1. The faithful envelope: this host's calibration (`tcpeval calibrate`, run first unless
+   one is cached, or anew with --calibrate): per (flows, physical RTT) the raw capacity
+   (unshaped) and, per mechanism, the highest rate whose runs come out with verdict ok
+   and deliver their payload (calibrate.faithful_rate). Only that is a benchmark rate.
+2. At each mechanism's faithful rate, at the design's shortest and longest RTT (one flow),
+   one run each: host CPU per packet (busy CPU time, less the engine's idle spinning,
+   over the frames the link sent), the departures' lateness against the link's schedule
+   (p50/p99/p99.9; TBF keeps no schedule to measure against), the senders' loaded RTT
+   against what the path allows, the verdict.
+3. The factor each condition of the paper campaign gets with each mechanism (and with the
+   best of both, as runs choose), and the campaign's wall time on this one host.
+4. Fixed overhead per run: wall time of a complete short run minus its traffic time.
 
-Targets on the 2-core development host: >= 5 Gbps faithful at the longest RTT with one flow; overhead
-< 2 s per run. Prints a table and writes results/bench/emulated-<host>-<time>.json.
-
-Each throughput point is the median of --repeats runs. Before and after them the
-benchmark measures what the host carries without the emulator (tcpeval.backends.emulated
-.reference: one veth pair, and one IPv4 forwarding hop, offloads off): the same VM has
-carried 5.8 Gbps through that hop on one day and 3.4 on another, so the emulator's
-numbers are printed beside these yardsticks and as a fraction of the forwarding hop.
-Throughput depends on what else runs on the host: next to each point the benchmark
-records the load average and the share of the host's CPU time that other tenants'
-processes (not this benchmark's process tree, not kernel threads) used during it.
-The overhead excludes time spent waiting for the host lock (other experiments).
+Targets on the 2-vCPU development VM (issue 24): >= 1.5 Gbps faithful at every point of
+the envelope, departure lateness p99.9 <= 50 us, the paper campaign <= 100 host-days.
+Prints tables and writes results/bench/emulated-<host>-<time>.json. Before and after, the
+host without the emulator (reference.measure: a veth pair, one forwarding hop) as a
+yardstick: the same VM has carried 5.8 Gbps through that hop on one day and 3.4 on
+another.
 """
 from __future__ import annotations
 
@@ -37,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,174 +41,152 @@ sys.path.insert(0, str(REPO / "src"))
 
 from tcpeval import spec  # noqa: E402  (after the sys.path line: runs from a checkout)
 
-RTTS = tuple(spec.load_design()["levels"]["rtt_ms"])  # the paper's RTTs
-TARGET_GBPS_24MS = 5.0
+TARGET_FAITHFUL_BPS = 1.5e9
+TARGET_LATE_P999_US = 50
+TARGET_PAPER_DAYS = 100
 TARGET_OVERHEAD_S = 2.0
 
 
-def loadavg() -> float:
-    return float(Path("/proc/loadavg").read_text().split()[0])
-
-
-def _proc_times() -> dict:
-    """pid -> (ppid, utime + stime ticks) of every process."""
-    out = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[int(d.name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
-    return out
-
-
-def _ours(procs: dict) -> set:
-    me, ours, grew = os.getpid(), {os.getpid()}, True
-    while grew:
-        grew = False
-        for pid, (ppid, _) in procs.items():
-            if ppid in ours and pid not in ours:
-                ours.add(pid)
-                grew = True
-    return ours | {me}
-
-
-class ForeignLoad:
-    """CPU share used by other tenants' processes between start() and stop()."""
-
-    def start(self):
-        self.t0, self.p0 = time.monotonic(), _proc_times()
-
-    def stop(self) -> float:
-        p1, wall = _proc_times(), time.monotonic() - self.t0
-        ours = _ours(p1) | _ours(self.p0)
-        ticks = 0
-        for pid, (ppid, t) in p1.items():
-            if pid in ours or ppid == 2 or pid == 2:  # ours, or a kernel thread
-                continue
-            ticks += t - self.p0.get(pid, (0, 0))[1]
-        return ticks / os.sysconf("SC_CLK_TCK") / (wall * (os.cpu_count() or 1))
-
-
 def _gbps(bps: float | None) -> str:
-    return "-" if bps is None else f"{bps / 1e9:.1f}"
+    return "-" if not bps else f"{bps / 1e9:.1f}"
+
+
+def run_at(backend, art, link: str, rtt: float, rate: float, duration: float, run_dir: Path) -> dict:
+    """One native-CUBIC run at p = 0 on ``link`` at ``rate``: what it cost and how late."""
+    from tcpeval.backends.emulated import host
+    with host.HostLock(backend.lock_timeout_s):
+        host.cleanup_stale(holding_lock=True)
+        rec = backend._executor(art)(rtt, duration, run_dir, 1, rate, link)
+    m = rec["measured"]
+    dl = m.get("delay_line") or {}
+    eng = dl.get("link") or {}
+    if eng:
+        frames, idle_s = eng.get("sent") or 0, (eng.get("idle_ns") or 0) / 1e9
+    else:
+        q = m.get("bottleneck_qdisc") or {}
+        frames, idle_s = ((q.get("after") or {}).get("packets") or 0) - ((q.get("before") or {}).get("packets") or 0), 0.0
+    busy_s = (m.get("cpu_busy") or 0) * (os.cpu_count() or 1) * m["traffic_s"]
+    loaded = [f for f in ((m.get("loaded_rtt") or {}).get("flows") or {}).values() if f]
+    return {"link": link, "rtt_ms": rtt, "rate_bps": rate, "verdict": rec["fidelity"]["verdict"],
+            "reasons": rec["fidelity"]["reasons"], "frames": frames,
+            "cpu_us_per_packet": 1e6 * max(0.0, busy_s - idle_s) / frames if frames else None,
+            "late_us": [eng.get("late_us_p50"), eng.get("late_us_p99"), eng.get("late_us_p999")] if eng else None,
+            "loaded_rtt_ms": loaded[0]["quantile_ms"] if loaded else None,
+            "loaded_rtt_bound_ms": (m.get("loaded_rtt") or {}).get("bound_ms"),
+            "link_steady_bps": (m.get("link_steady") or {}).get("bps")}
+
+
+def campaign_cost(cal: dict, link: str | None) -> dict:
+    """Factors and wall time of the paper campaign on this host, with one mechanism (or,
+    link None, each run's best)."""
+    from tcpeval.backends import planning
+    from tcpeval.backends.emulated import calibrate
+    design = spec.load_design()
+    runs = spec.expand(design, "paper")
+    factors, wall = Counter(), 0.0
+    for cond in runs:
+        rate = cond.rate_bps if cond.rate_bps is not None else cal["default_rate_bps"]
+        k, _, _ = calibrate.choose(cal, flows=len(cond.flows), rtt_ms=cond.rtt_ms, rate_bps=rate,
+                                   setting=cond.dilation, link=link)
+        factors[k] += 1
+        wall += cond.duration_s * k + planning.RUN_OVERHEAD_S
+    return {"factors": dict(sorted(factors.items())), "wall_days": wall / 86400}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--duration", type=float, default=10.0,
-                    help="seconds per run; the second half (after slow start) is what counts")
+    ap.add_argument("--calibrate", action="store_true", help="calibrate anew even if a calibration is cached")
+    ap.add_argument("--duration", type=float, default=6.0, help="seconds per run at a faithful rate")
     ap.add_argument("--overhead-runs", type=int, default=3)
-    ap.add_argument("--repeats", type=int, default=3, help="runs per throughput point (median)")
-    ap.add_argument("--rtts", default=",".join(map(str, RTTS)), help="RTTs in ms, comma-separated")
-    ap.add_argument("--flows", default="1,2", help="flow counts, comma-separated")
     ap.add_argument("--out", default=str(REPO / "results" / "bench"))
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("bench_emulated: needs root; skipped", file=sys.stderr)
         return 0
     from tcpeval.backends import get_backend
-    from tcpeval.backends.emulated import reference
-    from tcpeval.backends.fidelity import late_frames
+    from tcpeval.backends.emulated import calibrate, reference
+    from tcpeval.backends.emulated.build import ensure_built
     from tcpeval.spec import adhoc_condition
 
-    rtts = tuple(float(x) for x in args.rtts.split(","))
-    flow_counts = tuple(int(x) for x in args.flows.split(","))
-    backend = get_backend("emulated", progress=False)
-    points = []
-    refs = [reference.measure(args.duration)]
-    print(f"  host without the emulator: direct {refs[0]['direct_bps'] / 1e9:.2f} Gbps, "
-          f"forwarding hop {refs[0]['forwarding_bps'] / 1e9:.2f} Gbps", file=sys.stderr, flush=True)
+    backend = get_backend("emulated", progress=True)
+    art = ensure_built()
+    refs = [reference.measure(6.0)]
+    t_cal = time.monotonic()
+    cal = backend.calibrate(force=args.calibrate)
+    cal_s = time.monotonic() - t_cal
+    links = cal["links"]
+    lo, hi = calibrate.design_rtt_range()
+    probes = []
     with tempfile.TemporaryDirectory(prefix="tcpeval-bench-") as tmp:
-        for flows in flow_counts:
-            for rtt in rtts:
-                runs = []
-                for k in range(args.repeats):
-                    la = loadavg()
-                    fl = ForeignLoad()
-                    fl.start()
-                    rec = backend.unshaped(Path(tmp) / f"f{flows}-rtt{rtt}-{k}", rtt_ms=rtt,
-                                           duration_s=args.duration, flows=flows)
-                    foreign = fl.stop()
-                    m = rec["measured"]
-                    dl = m.get("delay_line") or {}
-                    fwd = dl.get("forwarded") or 0
-                    runs.append({"steady_bps": m["steady_throughput_bps"], "mean_bps": m["bottleneck_rate_bps"],
-                                 "rtt_measured_ms": m["rtt_ms"], "cpu_busy": m["cpu_busy"],
-                                 "loadavg_before": la, "foreign_cpu_share": foreign,
-                                 "delay_late_share": (late_frames(dl) / fwd) if fwd else None,
-                                 "delay_mean_error_us": (dl.get("mean_error_ns") or 0) / 1e3 if dl else None,
-                                 "receiver_segments_per_ack": (m.get("acks") or {}).get("receiver_segments_per_ack_steady"),
-                                 "fidelity": rec["fidelity"]["verdict"], "reasons": rec["fidelity"]["reasons"]})
-                    print(f"  {flows} flow(s) {rtt:>5} ms #{k + 1}: {runs[-1]['steady_bps'] / 1e9:5.2f} Gbps "
-                          f"(cpu {m['cpu_busy']:.0%}, other tenants {foreign:.0%}, load {la:.1f}, "
-                          f"fidelity {rec['fidelity']['verdict']})", file=sys.stderr, flush=True)
-                median_run = sorted(runs, key=lambda r: r["steady_bps"])[len(runs) // 2]
-                found = backend.faithful(Path(tmp) / f"faithful-f{flows}-rtt{rtt}", rtt_ms=rtt,
-                                         duration_s=args.duration, flows=flows,
-                                         start_bps=median_run["steady_bps"])
-                print(f"  {flows} flow(s) {rtt:>5} ms: faithful up to {_gbps(found['rate_bps'])} Gbps",
-                      file=sys.stderr, flush=True)
-                points.append({"flows": flows, "rtt_ms": rtt, **median_run,
-                               "faithful_bps": found["rate_bps"], "faithful_search": found["tried"],
-                               "steady_bps_runs": [r["steady_bps"] for r in runs],
-                               "placement": rec["mechanisms"].get("placement"),
-                               "delay_mechanism": rec["mechanisms"]["delay"], "runs": runs})
-        refs.append(reference.measure(args.duration))
-        backend.calibrate(force=False)  # a due calibration is not per-run overhead
+        for link in links:
+            for rtt in (lo, hi):
+                rate = calibrate.envelope_rate(cal, link, 1, rtt)
+                if not rate:
+                    continue
+                probes.append(run_at(backend, art, link, rtt, rate, args.duration, Path(tmp) / f"{link}-{rtt}"))
+                p = probes[-1]
+                print(f"  {link} {rtt} ms at {rate / 1e9:.1f} Gbps: {p['verdict']}, "
+                      f"{p['cpu_us_per_packet'] or 0:.1f} us CPU per packet", file=sys.stderr, flush=True)
+        refs.append(reference.measure(6.0))
         overheads = []
         for k in range(args.overhead_runs):
-            cond = adhoc_condition(["cubic"], 6.2, 0.0, 1.0, impl="native", rate_bps=1e9, seed=1,
+            cond = adhoc_condition(["cubic"], 6.2, 0.0, 1.0, impl="native", rate_bps=0.5e9, seed=1,
                                    dilation=1)  # overhead only: real time, whatever the rate
             t0 = time.monotonic()
             rec = backend.run(cond, Path(tmp) / f"overhead{k}")
             wall = time.monotonic() - t0
             lock_wait = rec["measured"].get("lock_wait_s") or 0.0
-            overheads.append({"wall_s": wall, "traffic_s": rec["measured"]["traffic_s"],
-                              "lock_wait_s": lock_wait,
-                              "overhead_s": wall - rec["measured"]["traffic_s"] - lock_wait,
-                              "setup_s": rec["measured"]["setup_s"], "teardown_s": rec["measured"]["teardown_s"]})
+            overheads.append({"wall_s": wall, "traffic_s": rec["measured"]["traffic_s"], "lock_wait_s": lock_wait,
+                              "overhead_s": wall - rec["measured"]["traffic_s"] - lock_wait})
+    costs = {name: campaign_cost(cal, name) for name in links}
+    costs["best"] = campaign_cost(cal, None)
     overhead = statistics.median(o["overhead_s"] for o in overheads)
-    waits = ", ".join(f"{o['lock_wait_s']:.1f}" for o in overheads)
-    one_24 = next((p for p in points if p["flows"] == 1 and p["rtt_ms"] == max(RTTS)), None)
-    fwd_ref = statistics.mean(r["forwarding_bps"] for r in refs)
+    faithful_min = {name: min((p["faithful"].get(name) or {}).get("rate_bps") or 0 for p in cal["points"])
+                    for name in links}
+    engine = [p for p in probes if p["link"] == "tevlink" and p["late_us"]]
     result = {
         "host": socket.gethostname(), "kernel": platform.release(), "cpus": os.cpu_count(),
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "duration_s": args.duration,
-        "repeats": args.repeats, "host_reference": refs,
-        "points": points, "overhead_runs": overheads, "overhead_median_s": overhead,
-        "targets": {"gbps_24ms_1flow": TARGET_GBPS_24MS, "overhead_s": TARGET_OVERHEAD_S},
-        "met": {"gbps_24ms_1flow": None if one_24 is None else
-                (one_24["faithful_bps"] or 0) / 1e9 >= TARGET_GBPS_24MS,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "calibration": {k: cal[k] for k in (
+            "measured_at", "points", "links", "link", "default_rate_bps", "faithful_by_link_bps")},
+        "calibration_wall_s": cal_s, "host_reference": refs, "probes": probes, "paper_campaign": costs,
+        "overhead_runs": overheads, "overhead_median_s": overhead,
+        "targets": {"faithful_bps_every_point": TARGET_FAITHFUL_BPS, "late_p999_us": TARGET_LATE_P999_US,
+                    "paper_days": TARGET_PAPER_DAYS, "overhead_s": TARGET_OVERHEAD_S},
+        "met": {"faithful_bps_every_point": faithful_min.get("tevlink", 0) >= TARGET_FAITHFUL_BPS,
+                "late_p999_us": bool(engine) and all(p["late_us"][2] <= TARGET_LATE_P999_US for p in engine),
+                "paper_days": costs["best"]["wall_days"] <= TARGET_PAPER_DAYS,
                 "overhead_s": overhead < TARGET_OVERHEAD_S},
     }
-    print(f"\nemulated backend on {result['host']} ({result['cpus']} CPUs, {result['kernel']}), "
-          f"{args.duration:g} s per run, median of {args.repeats}, delay: {points[0]['delay_mechanism']}")
+    print(f"\nemulated backend on {result['host']} ({result['cpus']} CPUs, {result['kernel']}); "
+          f"calibration of {cal['measured_at']}" + (f" ({cal_s / 60:.0f} min)" if cal_s > 60 else " (cached)"))
     print("host without the emulator (before / after): direct "
           + " / ".join(f"{r['direct_bps'] / 1e9:.2f}" for r in refs) + " Gbps, forwarding hop "
           + " / ".join(f"{r['forwarding_bps'] / 1e9:.2f}" for r in refs) + " Gbps")
-    print(f"{'flows':>5} | {'RTT ms':>6} | {'faithful Gbps':>13} | {'raw Gbps':>8} | {'of fwd hop':>10} | "
-          f"{'raw runs Gbps':>17} | {'cpu':>4} | {'others':>6} | {'late>0.5ms':>10} | {'segs/ACK':>8} | raw fidelity")
-    for p in points:
-        late = "-" if p["delay_late_share"] is None else f"{p['delay_late_share']:.1%}"
-        spa = p.get("receiver_segments_per_ack")
-        print(f"{p['flows']:>5} | {p['rtt_ms']:>6} | {_gbps(p['faithful_bps']):>13} | {p['steady_bps'] / 1e9:>8.2f} | "
-              f"{p['steady_bps'] / fwd_ref:>10.0%} | "
-              f"{' '.join(f'{x / 1e9:.2f}' for x in p['steady_bps_runs']):>17} | {p['cpu_busy']:>4.0%} | "
-              f"{p['foreign_cpu_share']:>6.0%} | {late:>10} | {'-' if spa is None else f'{spa:.1f}':>8} | "
-              f"{p['fidelity']}")
-    print(f"overhead per run (median of {len(overheads)}): {overhead:.2f} s "
-          f"(setup {statistics.median(o['setup_s'] for o in overheads):.2f} s, "
-          f"teardown {statistics.median(o['teardown_s'] for o in overheads):.2f} s; "
-          f"lock waits excluded: {waits} s)")
-    verdict_24 = {None: "not measured", True: "met", False: "NOT met"}[result["met"]["gbps_24ms_1flow"]]
-    faithful = [p["faithful_bps"] or 0 for p in points]
-    print(f"faithful rate of this host: {_gbps(min(faithful))} to {_gbps(max(faithful))} Gbps "
-          f"(the paper's links: 9.5 Gbps{'; far below it: a faithful run here is a slower path' if max(faithful) < 5e9 else ''})")
-    print(f"targets: >= {TARGET_GBPS_24MS} Gbps faithful at {max(RTTS)} ms, 1 flow: {verdict_24}; "
-          f"overhead < {TARGET_OVERHEAD_S} s: {'met' if result['met']['overhead_s'] else 'NOT met'}")
+    print("\nfaithful envelope (Gbps): raw = unshaped steady state; per mechanism the highest faithful rate")
+    print(f"{'flows':>5} | {'RTT ms':>7} | {'raw':>5} | " + " | ".join(f"{name:>8}" for name in links))
+    for p in cal["points"]:
+        print(f"{p['flows']:>5} | {p['rtt_ms']:>7g} | {p['throughput_bps'] / 1e9:>5.2f} | "
+              + " | ".join(f"{_gbps((p['faithful'].get(name) or {}).get('rate_bps')):>8}" for name in links))
+    print("\nat each mechanism's faithful rate, 1 flow (CPU per packet host-wide; lateness against the schedule)")
+    print(f"{'link':>8} | {'RTT ms':>6} | {'Gbps':>5} | {'us CPU/pkt':>10} | {'late us p50/p99/p99.9':>21} | "
+          f"{'loaded RTT / allowed ms':>23} | verdict")
+    for p in probes:
+        late = "-" if not p["late_us"] else "/".join(f"{x:g}" for x in p["late_us"])
+        lr = "-" if p["loaded_rtt_ms"] is None else f"{p['loaded_rtt_ms']:.2f} / {p['loaded_rtt_bound_ms']:.2f}"
+        print(f"{p['link']:>8} | {p['rtt_ms']:>6g} | {p['rate_bps'] / 1e9:>5.1f} | "
+              f"{'-' if p['cpu_us_per_packet'] is None else format(p['cpu_us_per_packet'], '.1f'):>10} | "
+              f"{late:>21} | {lr:>23} | {p['verdict']}" + (f" ({'; '.join(p['reasons'])})" if p["reasons"] else ""))
+    print("\nthe paper campaign (1,280 runs at 9.5 Gbps) on this one host")
+    print(f"{'link':>8} | {'host-days':>9} | factors (runs)")
+    for name, c in costs.items():
+        print(f"{name:>8} | {c['wall_days']:>9.1f} | " + ", ".join(f"x{k}: {n}" for k, n in c["factors"].items()))
+    print(f"\noverhead per run (median of {len(overheads)}): {overhead:.2f} s")
+    met = result["met"]
+    print(f"targets: >= {TARGET_FAITHFUL_BPS / 1e9:g} Gbps faithful at every point (tevlink, lowest "
+          f"{_gbps(faithful_min.get('tevlink'))}): {'met' if met['faithful_bps_every_point'] else 'NOT met'}; "
+          f"lateness p99.9 <= {TARGET_LATE_P999_US} us: {'met' if met['late_p999_us'] else 'NOT met'}; "
+          f"paper campaign <= {TARGET_PAPER_DAYS} host-days: {'met' if met['paper_days'] else 'NOT met'}; "
+          f"overhead < {TARGET_OVERHEAD_S} s: {'met' if met['overhead_s'] else 'NOT met'}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"emulated-{result['host']}-{time.strftime('%Y%m%dT%H%M%S')}.json"

@@ -1,43 +1,64 @@
-"""The faithful-rate search (backends/emulated/calibrate.py) against a scripted host: a
-rate counts as faithful only where the run's verdict is ok *and* the link, not the host,
-limited the flow."""
+"""The faithful envelope (backends/emulated/calibrate.py) against scripted hosts: a rate
+counts as faithful only where the run's verdict is ok *and* the link, not the host,
+limited the flow; every grid point is searched from its own top, for each link
+mechanism; a run takes the smallest factor whose physical path lies inside the envelope."""
 from __future__ import annotations
 
+import pytest
+
+from tcpeval import dilation
 from tcpeval.backends.emulated import calibrate
 
 
-def _host(delivers_up_to: float, flagged_above: float = float("inf")):
+def _host(delivers_up_to: float, flagged_above: float = float("inf"), exact: bool = False):
     """A host that carries at most `delivers_up_to` bit/s and whose verdict flags (for the
-    delay line, a transient reason) every rate above `flagged_above`."""
+    delay line, a transient reason) every rate above `flagged_above`; `exact`: the record
+    has the link's own byte counts over the second half (measured.link_steady)."""
     calls = []
 
-    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps):
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None):
         calls.append(rate_bps)
         reasons = ["delay line: 900/100000 frames held back 2 ms or more"] if rate_bps > flagged_above else []
+        carried = min(rate_bps, delivers_up_to)
+        measured = {"steady_throughput_bps": carried * 0.97,
+                    "acks": {"receiver_segments_per_ack_steady": 2.0}, "cpu_stolen": 0.0}
+        if exact:
+            measured["link_steady"] = {"bps": carried, "source": "link engine"}
         return {"fidelity": {"verdict": "flagged" if reasons else "ok", "reasons": reasons},
-                "measured": {"steady_throughput_bps": min(rate_bps, delivers_up_to) * 0.97,
-                             "acks": {"receiver_segments_per_ack_steady": 2.0}, "cpu_stolen": 0.0}}
+                "measured": measured}
     return executor, calls
 
 
 def test_a_rate_the_host_does_not_deliver_is_not_faithful_even_with_verdict_ok(tmp_path):
     executor, calls = _host(delivers_up_to=1.6e9)
     found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=0.2, flows=1, duration_s=4,
-                                    start_bps=2.4e9)
-    # 2.1 Gbps delivers 1.55 (77 % of its payload): refused at once, no retry; 1.6
-    # delivers 1.55 (100.6 %: the scripted host's 0.97 of the rate)
-    assert calls == [2.1e9, 1.6e9]
+                                    start_bps=2.4e9, link="tevlink")
+    # the top first, then geometric bisection on the 0.1 Gbps grid between the floor and
+    # the lowest refused rate: 0.6, 1.2, 1.6 deliver their payload; 1.9 and 1.7 do not
+    assert calls == [2.4e9, 0.6e9, 1.2e9, 1.6e9, 1.9e9, 1.7e9]
     assert found["rate_bps"] == 1.6e9
     refused = found["tried"][0]
     assert refused["verdict"] == "flagged"
-    assert refused["reasons"] == ["rate: delivered 1.552 of the 2.025 Gbps of payload a 2.10 Gbps "
-                                  "link carries (< 98%): the host, not the link, limited the flow"]
+    assert refused["reasons"] == ["rate: delivered 1.552 of the 2.314 Gbps of payload a 2.40 Gbps "
+                                  "link carries (< 98%; the receivers' samples): the host, not the "
+                                  "link, limited the flow"]
+
+
+def test_the_links_own_byte_counts_decide_where_the_run_has_them(tmp_path):
+    # the receivers' samples count a hole filled late when it is filled: at 193.6 ms they
+    # read 1.094 Gbps on a 1 Gbps link; the link's counters read what it sent
+    rec = {"measured": {"steady_throughput_bps": 1.094e9,
+                        "link_steady": {"bps": 0.90e9, "source": "qdisc"}}}
+    reasons = calibrate.delivered_shortfall(rec, 1e9)
+    assert reasons and "0.868 of the 0.964 Gbps" in reasons[0] and "the link's qdisc counters" in reasons[0]
+    rec["measured"]["link_steady"]["bps"] = 0.999e9
+    assert calibrate.delivered_shortfall(rec, 1e9) == []
 
 
 def test_a_rate_short_of_its_payload_by_more_than_two_percent_is_not_faithful(tmp_path):
     # the lenient rule (90 % of the wire rate) took 0.4 Gbps delivering 0.922 of it, 95.6 %
     # of the payload; dilated 9.5 Gbps runs at that rate then fell short of 9.0
-    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps):
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps, link=None):
         share = 0.922 if rate_bps > 0.3e9 else 0.955
         return {"fidelity": {"verdict": "ok", "reasons": []},
                 "measured": {"steady_throughput_bps": share * rate_bps,
@@ -48,31 +69,95 @@ def test_a_rate_short_of_its_payload_by_more_than_two_percent_is_not_faithful(tm
     assert found["rate_bps"] == 0.3e9
 
 
-def test_transient_trouble_is_retried_before_stepping_down(tmp_path):
+def test_transient_trouble_is_retried_before_a_rate_is_refused(tmp_path):
     executor, calls = _host(delivers_up_to=10e9, flagged_above=1.0e9)
     found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=6.2, flows=1, duration_s=4,
                                     start_bps=1.4e9)
-    assert calls == [1.2e9] * calibrate.FAITHFUL_TRIES + [0.9e9]
-    assert found["rate_bps"] == 0.9e9
+    tries = calibrate.FAITHFUL_TRIES
+    assert calls == [1.4e9] * tries + [0.5e9, 0.8e9, 1.0e9] + [1.1e9] * tries
+    assert found["rate_bps"] == 1.0e9
 
 
-def test_calibration_points_are_the_paper_designs_shortest_and_longest_rtt():
-    assert calibrate.calibration_points() == ((1, 0.2), (1, 24.2), (2, 24.2))
+def test_nothing_faithful_down_to_the_floor_is_none(tmp_path):
+    executor, calls = _host(delivers_up_to=0.1e9, exact=True)
+    found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=0.2, flows=1, duration_s=4,
+                                    start_bps=0.9e9)
+    assert found["rate_bps"] is None
+    assert calls[-1] == calibrate.FAITHFUL_FLOOR_BPS
+
+
+def test_the_grid_spans_the_designs_rtts_and_where_its_dilated_runs_land():
+    rtts = (0.2, 2.2, 24.2, 193.6)
+    assert calibrate.grid() == tuple((f, r) for f in (1, 2) for r in rtts)
     other = {"criteria": {"responsiveness": {"grid": {"rtt_ms": [50, 2, 10]}}}}
-    assert calibrate.calibration_points(other) == ((1, 2), (1, 50), (2, 50))
+    assert calibrate.grid(other) == tuple((f, r) for f in (1, 2) for r in (2, 10.0, 50, 400))
 
 
-def test_calibration_measures_the_host_at_those_points(tmp_path, monkeypatch):
+def test_every_point_is_searched_on_its_own_from_the_top_for_each_link(tmp_path, monkeypatch):
     monkeypatch.setenv("TCPEVAL_CACHE", str(tmp_path / "cache"))
-    unshaped = []
+    design = {"criteria": {"responsiveness": {"grid": {"rtt_ms": [1.0, 4.0]}}}}
+    raw = {1.0: 4e9, 2.0: 3e9, 4.0: 2e9, 32.0: 1e9}   # what the host carries unshaped
+    faithful = {"tevlink": 0.5, "tbf": 0.2}           # ... and faithfully, as shares of it
+    first_try = {}
 
-    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None):
-        if rate_bps is None:
-            unshaped.append((flows, rtt_ms))
-        carried = 1.0e9 if rate_bps is None else min(rate_bps, 1.0e9)
-        return {"fidelity": {"verdict": "ok", "reasons": []},
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None):
+        if rate_bps is not None:
+            first_try.setdefault((link, flows, rtt_ms), rate_bps)
+        ok = rate_bps is None or rate_bps <= faithful[link] * raw[rtt_ms] / flows
+        carried = raw[rtt_ms] if rate_bps is None else min(rate_bps, raw[rtt_ms])
+        return {"fidelity": {"verdict": "ok" if ok else "flagged",
+                             "reasons": [] if ok else ["rate: host CPUs 99% busy"]},
                 "flows": [{"summary": {"mean_throughput_bps": carried}}],
-                "measured": {"steady_throughput_bps": carried, "rtt_ms": rtt_ms, "acks": {}}}
-    data = calibrate.calibrate(executor, {"tevdelay": "0" * 64}, duration_s=1)
-    assert unshaped == list(calibrate.calibration_points())
-    assert [(p["flows"], p["rtt_ms"]) for p in data["points"]] == unshaped
+                "measured": {"steady_throughput_bps": carried, "link_steady": {"bps": carried, "source": "qdisc"},
+                             "rtt_ms": rtt_ms, "acks": {}}}
+    data = calibrate.calibrate(executor, {"tevdelay": "0" * 64}, duration_s=1, design=design)
+    for (link, flows, rtt), rate in first_try.items():
+        # from the top: what the host carried unshaped there, or at a shorter RTT (a long
+        # path's unshaped run ends in slow start)
+        top = max(v for r, v in raw.items() if r <= rtt)
+        assert rate == calibrate.default_rate(top), (link, flows, rtt)
+    assert len(first_try) == 2 * 2 * 4
+    point = next(p for p in data["points"] if p["flows"] == 1 and p["rtt_ms"] == 1.0)
+    assert point["faithful"]["tevlink"]["rate_bps"] == 2.0e9
+    assert point["faithful"]["tbf"]["rate_bps"] == 0.8e9
+    # the default rate: the better link's lowest over the design's own RTTs (2 flows, 4 ms)
+    assert data["link"] == "tevlink" and data["default_rate_bps"] == 0.5e9
+    assert calibrate.load({"tevdelay": "0" * 64})["points"] == data["points"]
+
+
+def _cal(rates: dict) -> dict:
+    """A calibration with faithful rates {(link, flows, rtt_ms): bps}."""
+    points = {}
+    for (link, flows, rtt), bps in rates.items():
+        p = points.setdefault((flows, rtt), {"flows": flows, "rtt_ms": rtt, "faithful": {}})
+        p["faithful"][link] = {"rate_bps": bps}
+    return {"points": list(points.values()), "links": sorted({k[0] for k in rates})}
+
+
+def test_the_envelope_is_log_linear_in_the_rtt_and_flat_beyond_its_ends():
+    cal = _cal({("tevlink", 1, 1.0): 2e9, ("tevlink", 1, 100.0): 1e9})
+    assert calibrate.envelope_rate(cal, "tevlink", 1, 10.0) == pytest.approx(1.5e9)
+    assert calibrate.envelope_rate(cal, "tevlink", 1, 0.2) == 2e9
+    assert calibrate.envelope_rate(cal, "tevlink", 1, 400.0) == 1e9
+    assert calibrate.envelope_rate(cal, "tevlink", 3, 1.0) == 2e9  # more flows: the most measured
+
+
+def test_a_run_gets_the_smallest_factor_inside_the_envelope_at_its_physical_rtt():
+    # flat at 2 Gbps: 9.5 Gbps needs k = 5; falling with the RTT, the longer physical path
+    # of each larger k carries less, and k grows to 10 (9.5 / 10 <= 1.0 at 10 x 10 ms;
+    # at k = 9, 90 ms carries 1.046 < 9.5 / 9)
+    flat = _cal({("tevlink", 1, 1.0): 2e9, ("tevlink", 1, 100.0): 2e9})
+    falling = _cal({("tevlink", 1, 10.0): 2e9, ("tevlink", 1, 100.0): 1.0e9})
+    assert calibrate.choose(flat, flows=1, rtt_ms=10.0, rate_bps=9.5e9)[:2] == (5, "tevlink")
+    assert calibrate.choose(falling, flows=1, rtt_ms=10.0, rate_bps=9.5e9) == (10, "tevlink", 1.0e9)
+    assert calibrate.envelope_rate(falling, "tevlink", 1, 90.0) < 9.5e9 / 9
+
+
+def test_the_link_with_the_smaller_factor_is_chosen_unless_one_is_forced():
+    cal = _cal({("tevlink", 1, 1.0): 1.5e9, ("tbf", 1, 1.0): 0.5e9})
+    assert calibrate.choose(cal, flows=1, rtt_ms=1.0, rate_bps=3e9) == (2, "tevlink", 1.5e9)
+    assert calibrate.choose(cal, flows=1, rtt_ms=1.0, rate_bps=3e9, link="tbf") == (6, "tbf", 0.5e9)
+    # a forced factor: the link with more headroom at it
+    assert calibrate.choose(cal, flows=1, rtt_ms=1.0, rate_bps=3e9, setting=4)[:2] == (4, "tevlink")
+    with pytest.raises(dilation.DilationError):
+        calibrate.choose(cal, flows=1, rtt_ms=1.0, rate_bps=1e12)

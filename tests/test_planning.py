@@ -80,3 +80,21 @@ def test_plan_refuses_a_rate_it_cannot_read_and_a_node_count_below_one(capsys):
     assert "--faithful-rate: 'fast' is not a rate" in capsys.readouterr().err
     assert main(["plan", "--campaign", "smoke", "--nodes", "0"]) != 0
     assert "--nodes" in capsys.readouterr().err
+
+
+def test_with_an_envelope_each_run_gets_the_factor_of_its_own_physical_path(design):
+    # faithful 1.4 Gbps at 0.2 ms falling to 0.7 at 193.6 ms: a 9.5 Gbps run at 0.2 ms
+    # needs k = 7 (1.36 Gbps at 1.4 ms), one at 24.2 ms a larger k (its path is k x longer)
+    cal = {"links": ["tevlink"], "points": [
+        {"flows": f, "rtt_ms": r, "faithful": {"tevlink": {"rate_bps": v}}}
+        for f in (1, 2) for r, v in ((0.2, 1.4e9), (2.2, 1.4e9), (24.2, 1.0e9), (193.6, 0.7e9))]}
+    ceil = planning.Ceiling(1.0e9, 1.0e9, "test envelope", calibration=cal)
+    runs = [r for r in spec.expand(design, "paper") if r.criterion == "responsiveness"]
+    short = next(r for r in runs if r.rtt_ms == 0.2)
+    long = next(r for r in runs if r.rtt_ms == 24.2)
+    assert planning.plan_run(short, ceil).factor == 7
+    k = planning.plan_run(long, ceil).factor
+    assert k == 14  # 0.68 Gbps at 339 ms: beyond the grid, its longest point (0.7)
+    from tcpeval.backends.emulated import calibrate
+    assert 9.5e9 / k <= calibrate.envelope_rate(cal, "tevlink", 1, 24.2 * k)
+    assert 9.5e9 / (k - 1) > calibrate.envelope_rate(cal, "tevlink", 1, 24.2 * (k - 1))

@@ -42,23 +42,30 @@ def parse(value) -> str | int:
     return k
 
 
-def choose(setting, rate_bps: float | None, faithful_bps: float | None) -> int:
+def choose(setting, rate_bps: float | None, faithful_bps) -> int:
     """The factor of a run: a forced one as given; 'auto' the smallest integer k with
-    rate / k within what the host carries faithfully (1 without a rate or a ceiling)."""
+    rate / k within what the host carries faithfully (1 without a rate or a ceiling).
+    ``faithful_bps`` is one rate, or a function of k: what the host carries at the
+    physical path of factor k (its RTT is k times longer; an envelope, calibrate.py)."""
     setting = parse(setting)
     if setting != AUTO:
         return setting
-    if not rate_bps or not faithful_bps or rate_bps <= faithful_bps:
+    if not rate_bps or not faithful_bps:
         return 1
-    k = math.ceil(rate_bps / faithful_bps - 1e-9)
-    if k > MAX_FACTOR:
+    at = faithful_bps if callable(faithful_bps) else (lambda k: faithful_bps)
+    for k in range(1, MAX_FACTOR + 1):
+        if rate_bps / k <= at(k) * (1 + 1e-9):
+            return k
+    if not callable(faithful_bps):
         raise DilationError(
-            f"dilation: {rate_bps / 1e9:.3g} Gbps needs a factor of {k} on this host (it carries "
-            f"{faithful_bps / 1e9:.3g} Gbps faithfully), above the maximum {MAX_FACTOR}")
-    return k
+            f"dilation: {rate_bps / 1e9:.3g} Gbps needs a factor of {math.ceil(rate_bps / faithful_bps - 1e-9)} "
+            f"on this host (it carries {faithful_bps / 1e9:.3g} Gbps faithfully), above the maximum {MAX_FACTOR}")
+    raise DilationError(
+        f"dilation: {rate_bps / 1e9:.3g} Gbps needs a factor above the maximum {MAX_FACTOR} on this "
+        f"host (it carries {at(MAX_FACTOR) / 1e9:.3g} Gbps faithfully at that factor's path)")
 
 
-def factor_for(condition, rate_bps: float | None, faithful_bps: float | None) -> int:
+def factor_for(condition, rate_bps: float | None, faithful_bps) -> int:
     """The factor a condition runs with (``choose``); a flow of the host kernel's own
     algorithm cannot be slowed, so a condition that needs k > 1 with one is refused."""
     k = choose(condition.dilation, rate_bps, faithful_bps)
@@ -68,7 +75,8 @@ def factor_for(condition, rate_bps: float | None, faithful_bps: float | None) ->
                 raise DilationError(
                     f"flows[{i}] ({flow.variant}, impl native): the run needs time dilation x{k} "
                     f"({rate_bps / 1e9:.3g} Gbps on a host that carries "
-                    f"{(faithful_bps or 0) / 1e9:.3g} Gbps faithfully), and the host kernel's own "
+                    f"{(faithful_bps(k) if callable(faithful_bps) else faithful_bps or 0) / 1e9:.3g} "
+                    f"Gbps faithfully), and the host kernel's own "
                     f"algorithm cannot be slowed: it reads the kernel's clock. Use impl 'port' "
                     f"(the 3.16 port, whose clocks are dilated) or a rate the host carries")
     return k

@@ -77,19 +77,26 @@ def test_refuses_to_overwrite(backend, tmp_path, rate):
     assert (tmp_path / "trace.json").read_text() == "{}"
 
 
-def test_bottleneck_delivers_its_configured_rate(backend, tmp_path):
-    """TBF (with the one-frame peak bucket that splits TSO frames) must carry the rate it
-    is given: a rate above ~0.55 Gbps once stalled on the qdisc watchdog every few frames.
-    The rate is the host's calibrated default, which calibration only grants where native
-    CUBIC at p = 0 filled the link; at 2 ms with a BDP buffer it does so within a second.
-    The better of two runs counts: a capped qdisc fails both, one noisy run of a shared VM
-    (seen: 0.62 and 1.11 Gbps for the same 1.2 Gbps setting) does not."""
-    rate = backend.calibrate(force=False)["default_rate_bps"]
+@pytest.mark.parametrize("link", ["tevlink", "tbf"])
+def test_bottleneck_delivers_its_configured_rate(backend, tmp_path, link, monkeypatch):
+    """Each link mechanism must carry the rate it is given -- TBF with the one-frame peak
+    bucket that splits TSO frames (a rate above ~0.55 Gbps once stalled on the qdisc
+    watchdog every few frames), the link engine on its own clock. The rate is what
+    calibration found the mechanism to carry faithfully at 2 ms (where native CUBIC at
+    p = 0 filled the link; with a BDP buffer it does so within a second). The better of
+    two runs counts: a capped link fails both, one noisy run of a shared VM (seen: 0.62
+    and 1.11 Gbps for the same 1.2 Gbps setting) does not."""
+    from tcpeval.backends.emulated import calibrate
+    monkeypatch.setenv("TCPEVAL_LINK", link)
+    cal = backend.calibrate(force=False)
+    rate = calibrate.envelope_rate(cal, link, 1, 2.0) // 1e8 * 1e8
     best = 0.0
     for k in range(2):
         cond = adhoc_condition(["cubic"], 2.0, 0.0, 4.0, impl="native", rate_bps=rate, seed=5 + k)
         record = backend.run(cond, tmp_path / f"run{k}")
-        assert record["mechanisms"]["rate_detail"]["peakrate_bps"] > rate
+        assert record["mechanisms"]["rate"] == link
+        if link == "tbf":
+            assert record["mechanisms"]["rate_detail"]["peakrate_bps"] > rate
         best = max(best, record["measured"]["steady_throughput_bps"])
         if best > 0.85 * rate:
             break
@@ -103,8 +110,11 @@ def test_without_random_loss_the_bottleneck_queue_fills_and_overflows(backend, t
     bdp = int(rate * 0.0062 / 8)
     cond = adhoc_condition(["reno"], 6.2, 0.0, 5.0, impl="native", rate_bps=rate, buffer_bytes=bdp // 2, seed=5)
     record = backend.run(cond, tmp_path)
-    queue = record["measured"]["bottleneck_qdisc"]
-    assert queue["after"]["drops"] - queue["before"]["drops"] > 0, queue
+    if record["mechanisms"]["rate"] == "tevlink":
+        assert record["measured"]["delay_line"]["link"]["tail_drops"] > 0
+    else:
+        queue = record["measured"]["bottleneck_qdisc"]
+        assert queue["after"]["drops"] - queue["before"]["drops"] > 0, queue
     assert record["flows"][0]["summary"]["retransmits"] > 0
     assert "clone" in record["mechanisms"]["switch"]["mechanism"]
     assert nothing_left(run_id_of(tmp_path))

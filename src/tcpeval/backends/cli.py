@@ -184,9 +184,23 @@ def cmd_calibrate(args) -> int:
     except BackendError as err:
         print(f"tcpeval: calibration failed: {err}", file=sys.stderr)
         return 1
-    print(f"host capacity {data['host_capacity_bps'] / 1e9:.2f} Gbps; default bottleneck rate "
-          f"{data['default_rate_bps'] / 1e9:.1f} Gbps; cached in {data.get('cache_file')}")
+    print(envelope_table(data))
+    print(f"default bottleneck rate {data['default_rate_bps'] / 1e9:.1f} Gbps ({data['link']}); "
+          f"cached in {data.get('cache_file')}")
     return 0
+
+
+def envelope_table(cal: dict) -> str:
+    """The calibration's envelope: per (flows, physical RTT) the raw and the faithful rate
+    of each link mechanism, in Gbps."""
+    links = cal.get("links") or []
+    lines = [f"{'flows':>5} {'RTT ms':>7} {'raw':>6} " + " ".join(f"{name:>8}" for name in links)
+             + "   (Gbps; faithful per link mechanism)"]
+    for p in cal["points"]:
+        rates = [(p["faithful"].get(name) or {}).get("rate_bps") for name in links]
+        lines.append(f"{p['flows']:>5} {p['rtt_ms']:>7g} {p['throughput_bps'] / 1e9:>6.2f} "
+                     + " ".join(f"{'-' if r is None else f'{r / 1e9:.1f}':>8}" for r in rates))
+    return "\n".join(lines)
 
 
 def cmd_cleanup(args) -> int:

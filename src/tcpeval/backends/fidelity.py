@@ -26,18 +26,35 @@ Tolerances (documented in the trace under fidelity.tolerances):
 - delay line: no frame may be lost in its rings, at most LATE_SHARE_MAX of the frames
   may leave later than LATE_MAX_MS after their due time, and at most LATE_HARD_SHARE_MAX
   later than LATE_HARD_MS (an ACK held back that long stalls the sender whatever the RTT).
+- link engine (the bottleneck when it is tevlink, emulated/bottleneck.py): no data frame
+  may be lost in its rings or fail to send, and its departures are held to the delay
+  line's lateness limits (a late departure is queueing the modelled link does not have).
+- loaded RTT: the RTT the senders measured while they sent (each flow's smoothed RTT in
+  the run's second half, samples with a window of at least LOADED_RTT_MIN_CWND segments,
+  whose ACKs no delayed-ACK timer holds) must not exceed what the path allows: the RTT
+  setting plus a full bottleneck buffer's queueing (buffer / rate), times
+  1 + LOADED_RTT_REL, plus RTT_TOL_ABS_MS; judged on the LOADED_RTT_QUANTILE of the
+  samples. Above that the host queued the flow somewhere outside the model -- the idle
+  probes cannot see it, and at a short RTT it can be most of the path.
 - window: no flow's congestion window may exceed WINDOW_BOUND x (BDP + buffer) of the
-  configured path -- no path needs it, and no 3.16 host reached it (a window far above
-  that is a corrupted sender, as the ports' ~1e9-segment windows were).
+  path -- no path needs it, and no 3.16 host reached it (a window far above that is a
+  corrupted sender, as the ports' ~1e9-segment windows were). The BDP is taken at the
+  larger of the RTT setting and the senders' loaded RTT: host queueing is the loaded-RTT
+  check's to flag, not this one's.
 - ACK clock: the receivers' data segments per ACK in the run's second half (steady state),
   leaving out what a loss makes them ACK at once, must lie in SEGS_PER_ACK (3.16 receivers
   with delayed ACKs sent one ACK per two segments; every 3.16 algorithm counts ACKs, so a
   stretched clock slows each of them). Judged once the receivers sent MIN_ACKS ACKs then.
 - receiver rate: no flow's receiver may get more than INTERVAL_RATE_MAX x the bottleneck
-  rate in one sampling interval (the interval edges of sender and receiver differ by a
-  fraction of a packet train, not by a factor), plus what a loss can hold back: the data
+  rate in two adjacent sampling intervals (their edges jitter with the receiver's report
+  timer, and differ from the sender's by a fraction of a packet train, not by a factor),
+  plus what a loss can hold back: the data
   that arrived behind a hole reaches the application at once when the retransmission
-  fills it, up to a window (one BDP plus the buffer) in one interval.
+  fills it, and a reader that fell behind takes what waited at once: up to the
+  receiver's buffer where the backend knows it (the emulated receivers': 4 x their
+  window clamp; at 24.2 ms a reader on a busy CPU got 2.3 Gbps of a 0.9 Gbps link in one
+  interval, 28 MB, more than its 10.9 MB window), else one BDP plus the buffer. The
+  link's own byte counts (measured.link_steady) are the exact record of what it carried.
 - time dilation: a run dilated by a factor k (tcpeval.dilation) is judged in virtual
   units. Its trace holds physical measurements, so the absolute time tolerances above
   (RTT_TOL_ABS_MS, LATE_MAX_MS, LATE_HARD_MS) apply multiplied by k: a frame 24 ms late on
@@ -45,10 +62,14 @@ Tolerances (documented in the trace under fidelity.tolerances):
   shares and counts need no conversion (rate x RTT and the packets are the virtual ones).
 - congestion-control hooks: the ports' guard (cc/include/cc316.h) counts what the host
   did behind a port's back -- reductions without its ssthresh(), values no stack can
-  hold, state changes without its set_state() -- and repairs them at the next hook. A
-  handful (GUARD_MIN_EVENTS) repaired within an ACK changes nothing measurable; beyond
-  GUARD_SHARE_MAX of the port's reductions the host ran the port blind for a noticeable
-  part of the run.
+  hold, state changes without its set_state() -- and repairs them at the next hook. It
+  is judged by the skips, not their echoes: one missed reduction leaves the stack's
+  window above what the port allows at every ACK of the recovery after it (34-50 such
+  windows for one skip at 9.5 Gbps, x24), so up to GUARD_ECHOES_PER_SKIP of those per
+  missed reduction count as that one skip. A handful (GUARD_MIN_EVENTS) repaired within
+  an ACK changes nothing measurable; beyond GUARD_SHARE_MAX of the port's reductions the
+  host ran the port blind for a noticeable part of the run. A window far above the path
+  stays the window check's to flag, whatever the guard saw.
 """
 from __future__ import annotations
 
@@ -71,8 +92,13 @@ SEGS_PER_ACK = (1.9, 2.5)
 HOLE_FILL_ACKS = 16  # 3.16's TCP_MAX_QUICKACKS: ACKs a receiver may send at once around a hole
 MIN_ACKS = 1000
 INTERVAL_RATE_MAX = 1.2
+LOADED_RTT_REL = 0.05
+LOADED_RTT_QUANTILE = 0.9
+LOADED_RTT_MIN_CWND = 16  # segments
+LOADED_RTT_MIN_SAMPLES = 5
 GUARD_MIN_EVENTS = 5
 GUARD_SHARE_MAX = 0.02
+GUARD_ECHOES_PER_SKIP = 64  # windows one missed reduction leaves for the guard (34-50 seen)
 
 
 def tolerances(dilation: int = 1) -> dict:
@@ -87,11 +113,18 @@ def tolerances(dilation: int = 1) -> dict:
                  "shortfall": RATE_SHORTFALL},
         "delay_line": {"ring_drops": 0, "late_max_ms": LATE_MAX_MS, "late_share_max": LATE_SHARE_MAX,
                        "late_hard_ms": LATE_HARD_MS, "late_hard_share_max": LATE_HARD_SHARE_MAX},
-        "window": {"max_cwnd_over_bdp_plus_buffer": WINDOW_BOUND},
+        "link_engine": {"ring_drops": 0, "send_errors": 0, "late_max_ms": LATE_MAX_MS,
+                        "late_share_max": LATE_SHARE_MAX, "late_hard_ms": LATE_HARD_MS,
+                        "late_hard_share_max": LATE_HARD_SHARE_MAX},
+        "loaded_rtt": {"bound": "rtt setting + buffer / rate", "rel": LOADED_RTT_REL, "abs_ms": RTT_TOL_ABS_MS,
+                       "quantile": LOADED_RTT_QUANTILE, "min_cwnd_segments": LOADED_RTT_MIN_CWND,
+                       "min_samples": LOADED_RTT_MIN_SAMPLES},
+        "window": {"max_cwnd_over_bdp_plus_buffer": WINDOW_BOUND, "rtt": "max(setting, loaded RTT)"},
         "ack_clock": {"segments_per_ack": list(SEGS_PER_ACK), "min_acks": MIN_ACKS,
                       "lower_bound_leaves_out_acks_per_retransmission": HOLE_FILL_ACKS},
         "receiver_rate": {"max_interval_over_bottleneck": INTERVAL_RATE_MAX},
-        "cc_guard": {"min_events": GUARD_MIN_EVENTS, "share_of_reductions_max": GUARD_SHARE_MAX},
+        "cc_guard": {"min_events": GUARD_MIN_EVENTS, "share_of_reductions_max": GUARD_SHARE_MAX,
+                     "echoes_per_missed_reduction": GUARD_ECHOES_PER_SKIP},
     }
 
 
@@ -102,7 +135,8 @@ def tolerances(dilation: int = 1) -> dict:
 # (docs/fidelity.md, "Measurements behind the backend's choices"). A run flagged only for
 # these is worth running again (EmulatedBackend attempts); the trace keeps every attempt's reasons, and a run
 # that stays flagged through every attempt stays flagged.
-TRANSIENT = ("delay line:", "cc:", "window:", "receiver rate:", "rtt: measured", "ACK clock:")
+TRANSIENT = ("delay line:", "link:", "loaded RTT:", "cc:", "window:", "receiver rate:", "rtt: measured",
+             "ACK clock:")
 
 
 def transient_only(reasons: list[str]) -> bool:
@@ -148,14 +182,54 @@ def _ms_key(ms: float) -> str:
 
 
 def window_check(max_cwnd_bytes: float | None, rate_bps: float, rtt_ms: float,
-                 buffer_bytes: float | None) -> str | None:
+                 buffer_bytes: float | None, loaded_rtt_ms: float | None = None) -> str | None:
     if not max_cwnd_bytes or not rate_bps:
         return None
+    rtt_ms = max(rtt_ms, loaded_rtt_ms or 0.0)
     bound = WINDOW_BOUND * (rate_bps * rtt_ms / 1e3 / 8 + (buffer_bytes or 0))
     if max_cwnd_bytes > bound:
         return (f"window: a congestion window of {max_cwnd_bytes / 1e6:.3g} MB exceeds "
                 f"{WINDOW_BOUND} x (BDP + buffer) = {bound / 1e6:.3g} MB; no path needs it "
                 f"(a corrupted sender)")
+    return None
+
+
+def loaded_rtt(samples: list[tuple[float, float]], mss_bytes: int) -> dict | None:
+    """One flow's loaded RTT from its steady-state samples [(rtt_us, cwnd_bytes), ...]:
+    the samples with a window of at least LOADED_RTT_MIN_CWND segments (a smaller flight
+    can wait for the receiver's delayed-ACK timer, which is the receiver's, not the host's);
+    None with fewer than LOADED_RTT_MIN_SAMPLES of them."""
+    rtts = sorted(r / 1e3 for r, cwnd in samples
+                  if r is not None and cwnd is not None and cwnd >= LOADED_RTT_MIN_CWND * mss_bytes)
+    if len(rtts) < LOADED_RTT_MIN_SAMPLES:
+        return None
+    at = min(len(rtts) - 1, int(LOADED_RTT_QUANTILE * len(rtts)))
+    return {"quantile_ms": rtts[at], "median_ms": rtts[len(rtts) // 2], "max_ms": rtts[-1],
+            "samples": len(rtts)}
+
+
+def loaded_rtt_bound_ms(rtt_setting_ms: float, buffer_bytes: float, rate_bps: float, dilation: int = 1) -> float:
+    """The most RTT a sender may see on the path (physical ms): the setting plus a full
+    buffer's queueing, with LOADED_RTT_REL and RTT_TOL_ABS_MS (x dilation) on top."""
+    return (rtt_setting_ms + 8e3 * buffer_bytes / rate_bps) * (1 + LOADED_RTT_REL) + RTT_TOL_ABS_MS * dilation
+
+
+def loaded_rtt_check(per_flow: dict, rtt_setting_ms: float, buffer_bytes: float | None,
+                     rate_bps: float | None, dilation: int = 1) -> str | None:
+    """per_flow: {flow label: loaded_rtt(...) or None}. Times physical; the reason speaks
+    in the virtual path's units (/ dilation)."""
+    if not rate_bps or not per_flow:
+        return None
+    bound = loaded_rtt_bound_ms(rtt_setting_ms, buffer_bytes or 0, rate_bps, dilation)
+    k = dilation
+    over = [f"{label} {m['quantile_ms'] / k:.3g} ms (max {m['max_ms'] / k:.3g})"
+            for label, m in per_flow.items() if m and m["quantile_ms"] > bound]
+    if over:
+        virtual = " (virtual)" if k > 1 else ""
+        return (f"loaded RTT: senders measured {', '.join(over)}{virtual} at their "
+                f"{LOADED_RTT_QUANTILE:.0%} quantile, above the {bound / k:.3g} ms the path allows "
+                f"(RTT {rtt_setting_ms / k:g} ms + buffer/rate {8e3 * (buffer_bytes or 0) / rate_bps / k:.3g} ms "
+                f"+ {LOADED_RTT_REL:.0%}): the host queued them outside the model")
     return None
 
 
@@ -181,16 +255,30 @@ def ack_clock_check(segments_per_ack: float | None, acks: int | None,
 
 def receiver_rate_check(interval_bps: list, rate_bps: float, held_bytes: float = 0.0,
                         interval_s: float | None = None) -> str | None:
-    """held_bytes: what a receiver may hold behind a hole and release at once (a window:
-    BDP plus buffer), over the sampling interval interval_s."""
+    """interval_bps: the receivers' per-interval rates, one list per flow (or one flat
+    list). held_bytes: what a receiver may hold behind a hole and release at once, over
+    the sampling interval interval_s. Judged on each two adjacent intervals of a flow: a
+    receiver's report times jitter (iperf3's timer fires late when its process is busy),
+    moving bytes from one interval into the next; the pair's mean does not change."""
     if not rate_bps or not interval_bps:
         return None
-    limit = INTERVAL_RATE_MAX * rate_bps + (8 * held_bytes / interval_s if held_bytes and interval_s else 0.0)
-    top = max(interval_bps)
-    if top > limit:
-        n = sum(1 for b in interval_bps if b > limit)
-        held = f" plus a window released at once ({held_bytes / 1e6:.3g} MB)" if held_bytes else ""
-        return (f"receiver rate: {n} interval(s) up to {top / 1e9:.3g} Gbps, above "
+    flows = interval_bps if isinstance(interval_bps[0], (list, tuple)) else [interval_bps]
+    spans = []
+    for rates in flows:
+        rates = [r for r in rates if r is not None]
+        spans += [(sum(pair) / 2, 2) for pair in zip(rates, rates[1:])] if len(rates) > 1 else \
+            [(r, 1) for r in rates]
+    over = []
+    for mean, n in spans:
+        limit = INTERVAL_RATE_MAX * rate_bps + (8 * held_bytes / (n * interval_s)
+                                                if held_bytes and interval_s else 0.0)
+        if mean > limit:
+            over.append(mean)
+    if over:
+        top = max(r for rates in flows for r in rates if r is not None)
+        held = f" plus what a receiver holds at once ({held_bytes / 1e6:.3g} MB)" if held_bytes else ""
+        return (f"receiver rate: {len(over)} pair(s) of adjacent intervals averaging up to "
+                f"{max(over) / 1e9:.3g} Gbps (one interval up to {top / 1e9:.3g}), above "
                 f"{INTERVAL_RATE_MAX} x the bottleneck's {rate_bps / 1e9:.3g} Gbps{held}")
     return None
 
@@ -201,8 +289,11 @@ def guard_check(guard: dict | None) -> str | None:
     for name, g in sorted((guard or {}).items()):
         if not g:
             continue
-        events = g["missed_reductions"] + g["foreign_cwnd"] + g["missed_states"]
-        if events > max(GUARD_MIN_EVENTS, GUARD_SHARE_MAX * g["reductions"]):
+        skips = g["missed_reductions"] + g["missed_states"]
+        # a missed reduction's window reaches the guard again at every ACK of the recovery
+        # that follows (PRR on the stack's threshold): its echoes, not more skips
+        unexplained = max(0, g["foreign_cwnd"] - GUARD_ECHOES_PER_SKIP * g["missed_reductions"])
+        if skips + unexplained > max(GUARD_MIN_EVENTS, GUARD_SHARE_MAX * g["reductions"]):
             parts.append(f"{name}: {g['missed_reductions']} reductions without its ssthresh() "
                          f"of {g['reductions'] + g['missed_reductions']}, {g['missed_states']} state "
                          f"changes without its set_state(), {g['foreign_ssthresh']} thresholds no stack value "
@@ -237,7 +328,8 @@ def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, rtt_ms:
             segments_per_ack: float | None = None, receiver_acks: int | None = None,
             segments_per_ack_after_hole_fills: float | None = None,
             interval_bps: list = (), interval_s: float | None = None, cc_guard: dict | None = None,
-            sender_defaults: dict | None = None,
+            sender_defaults: dict | None = None, link_stats: dict | None = None,
+            loaded_rtts: dict | None = None, receiver_holds_bytes: float | None = None,
             extra_reasons: list[str] = (), dilation: int = 1) -> dict:
     """The verdict of both backends. Every time-valued argument is physical; `dilation`
     converts the tolerances. A check whose measurement a backend does not have is skipped
@@ -252,11 +344,15 @@ def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, rtt_ms:
     if rate_bps is not None:
         reasons += _rate_reasons(p, rate_bps, host_capacity_bps, achieved_bps, cpu_busy)
     reasons += _delay_line_reasons(delay_stats, k)
+    reasons += _link_reasons(link_stats, k)
     rate = rate_bps or 0.0
-    for reason in (window_check(max_cwnd_bytes, rate, rtt_setting_ms, buffer_bytes),
+    worst_loaded = max((m["quantile_ms"] for m in (loaded_rtts or {}).values() if m), default=None)
+    for reason in (loaded_rtt_check(loaded_rtts or {}, rtt_setting_ms, buffer_bytes, rate_bps, k),
+                   window_check(max_cwnd_bytes, rate, rtt_setting_ms, buffer_bytes, worst_loaded),
                    ack_clock_check(segments_per_ack, receiver_acks, segments_per_ack_after_hole_fills),
                    receiver_rate_check(list(interval_bps), rate,
-                                       held_bytes=(rate * rtt_setting_ms / 8000 + (buffer_bytes or 0))
+                                       held_bytes=(receiver_holds_bytes or
+                                                   rate * rtt_setting_ms / 8000 + (buffer_bytes or 0))
                                        if rate else 0.0, interval_s=interval_s),
                    guard_check(cc_guard), pacing_check(sender_defaults or {})):
         if reason:
@@ -310,6 +406,28 @@ def _delay_line_reasons(delay_stats: dict | None, k: int) -> list[str]:
     if total and held is not None and held / total > LATE_HARD_SHARE_MAX:
         reasons.append(f"delay line: {held}/{total} frames held back {_ms_key(LATE_HARD_MS * k)} "
                        f"ms or more{virtual} (max {delay_stats.get('max_late_ns', 0) / 1e6:.3g} ms)")
+    return reasons
+
+
+def _link_reasons(link: dict | None, k: int) -> list[str]:
+    """The link engine's own record (tevdelay.c link_stats): lost or unsent data frames,
+    and departures later than the delay line's limits."""
+    if not link:
+        return []
+    reasons = []
+    if link.get("ring_drops", 0) > 0 or link.get("send_errors", 0) > 0:
+        reasons.append(f"link: {link.get('ring_drops', 0)} data frames lost in the engine's rings, "
+                       f"{link.get('send_errors', 0)} not sent")
+    total = link.get("sent", 0)
+    virtual = f" physical, {k} x the virtual limit" if k > 1 else ""
+    late = (link.get("late_ge_ms") or {}).get(_ms_key(LATE_MAX_MS * k))
+    if total and late is not None and late / total > LATE_SHARE_MAX:
+        reasons.append(f"link: {late}/{total} data frames left more than {_ms_key(LATE_MAX_MS * k)} ms "
+                       f"after their scheduled departure{virtual} (p99.9 {link.get('late_us_p999')} us)")
+    held = (link.get("late_ge_ms") or {}).get(_ms_key(LATE_HARD_MS * k))
+    if total and held is not None and held / total > LATE_HARD_SHARE_MAX:
+        reasons.append(f"link: {held}/{total} data frames held back {_ms_key(LATE_HARD_MS * k)} ms or more"
+                       f"{virtual} (max {link.get('max_late_ns', 0) / 1e6:.3g} ms)")
     return reasons
 
 

@@ -16,10 +16,13 @@ RUN_OVERHEAD_S = 15.0
 
 @dataclass(frozen=True)
 class Ceiling:
-    """The highest rate the backend carries faithfully, and where the figure comes from."""
+    """The highest rate the backend carries faithfully, and where the figure comes from;
+    with this host's calibration, its envelope (per link mechanism, flow count and
+    physical RTT: calibrate.choose gives each run its factor, as the backend does)."""
     rate_bps: float | None
     default_rate_bps: float | None
     source: str
+    calibration: dict | None = None
 
 
 def given_ceiling(rate: str | float) -> Ceiling:
@@ -53,8 +56,9 @@ def ceiling(backend: str) -> Ceiling:
                                    "(`tcpeval calibrate`); factors assume 1")
     rate = cal.get("faithful_rate_bps") or cal["host_capacity_bps"]
     return Ceiling(rate, cal.get("default_rate_bps"),
-                   f"calibration of {cal.get('measured_at', '?')}: faithful up to "
-                   f"{rate / 1e9:.3g} Gbps")
+                   f"calibration of {cal.get('measured_at', '?')}: an envelope of "
+                   f"{len(cal['points'])} points, {rate / 1e9:.3g} Gbps faithful at the design's RTTs "
+                   f"({cal.get('link')})", calibration=cal)
 
 
 @dataclass(frozen=True)
@@ -69,10 +73,24 @@ def plan_run(cond, ceil: Ceiling) -> RunPlan:
     """The factor a run gets (as the emulated backend chooses it) and what it costs."""
     rate = cond.rate_bps if cond.rate_bps is not None else ceil.default_rate_bps
     try:
-        k = dilation.factor_for(cond, rate, ceil.rate_bps) if ceil.rate_bps else 1
+        if ceil.calibration:
+            k = _envelope_factor(cond, rate, ceil.calibration)
+        else:
+            k = dilation.factor_for(cond, rate, ceil.rate_bps) if ceil.rate_bps else 1
     except dilation.DilationError as err:  # as the emulated backend would refuse it
         return RunPlan(None, cond.duration_s, 0.0, str(err))
     return RunPlan(k, cond.duration_s, _wall_s(cond, k))
+
+
+def _envelope_factor(cond, rate: float | None, cal: dict) -> int:
+    """The factor the emulated backend gives a run with this host's calibration
+    (backends/emulated/plan.py does the same)."""
+    from tcpeval.backends.emulated import bottleneck, calibrate
+    flows = len(cond.flows)
+    k, link, _ = calibrate.choose(cal, flows=flows, rtt_ms=cond.rtt_ms, rate_bps=rate,
+                                  setting=cond.dilation, link=bottleneck.forced_link())
+    dilation.factor_for(cond, rate, lambda kk: calibrate.envelope_rate(cal, link, flows, cond.rtt_ms * kk))
+    return k
 
 
 def _wall_s(cond, k: int) -> float:

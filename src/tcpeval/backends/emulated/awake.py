@@ -50,6 +50,11 @@ def root_cpu_group(pid: int | str = "self") -> tuple[str, Path | None]:
     return v1.get("cpu", v1.get("", "/")), None
 
 
+def all_cpus() -> list[int]:
+    """The CPUs this process may run on."""
+    return sorted(os.sched_getaffinity(0))
+
+
 class KeepAwake:
     def __init__(self, tevdelay: Path, cpus: list[int] | None = None):
         self.tevdelay = tevdelay

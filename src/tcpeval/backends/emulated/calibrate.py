@@ -1,26 +1,31 @@
-"""Host capacity of the emulated path, cached per host and kernel.
+"""What this host carries on the emulated path, faithfully: an envelope per link
+mechanism, flow count and physical RTT, cached per host, kernel and build.
 
-`tcpeval calibrate` (or the first run that needs it) pushes unshaped native-CUBIC flows
-through the complete per-packet path -- the run's own topology, CPU placement, offloads,
-the BPF dropper enabled at p = 0, the delay line -- for one flow at the shortest and the
-longest RTT of the paper design (its responsiveness grid, config/design.yaml) and for two
-flows (the shared-bottleneck criteria) at the longest. The host capacity is the lowest steady-state throughput (second half
-of each run) of these points.
+`tcpeval calibrate` (or the first run that needs it) measures a grid of points (GRID:
+one and two flows at physical RTTs from the design's shortest to PHYSICAL_RTT_REACH
+times its longest, where time-dilated runs of the design land). At each point it first
+pushes unshaped native-CUBIC flows through the complete per-packet path -- the run's own
+topology, CPU placement, offloads, the BPF dropper enabled at p = 0, the delay line --
+for the host's raw capacity there (the steady state: the run's second half). Then, for
+each link mechanism (bottleneck.LINKS), it searches that point on its own, from the top
+(90 % of the raw capacity there, or at a shorter RTT with as many flows where that was
+more: a long path's unshaped run ends in slow start) down by bisection on a 0.1 Gbps grid, for the highest
+bottleneck rate at which a run comes out with fidelity verdict ok -- delay line and link
+on time, senders' loaded RTT within the path's, receivers ACKing every second segment
+(tcpeval.backends.fidelity) -- and the link, not the CPUs, limits the flow: it delivers
+at least 98 % of the payload the link can carry. A run spoiled only by transient host
+trouble (a stalled vCPU) is tried again, up to FAITHFUL_TRIES times.
 
-A rate the host carries is not yet a rate it carries faithfully: at the same points the
-calibration then searches, from 90 % of that capacity down in steps of FAITHFUL_STEP,
-for the highest bottleneck rate at which a run comes out with fidelity verdict ok --
-delay line on time, receivers ACKing every second segment (tcpeval.backends.fidelity)
--- and the link, not the CPUs, limits the flow: it delivers at least 98 % of the
-payload the link can carry. A run spoiled only by transient host
-trouble (a stalled vCPU) is tried again, up to FAITHFUL_TRIES times. The lowest of these
-faithful rates, rounded down to 0.1 Gbps, is the default bottleneck rate, and runs at a
-configured rate above it are flagged. Calibration runs
-under the host lock (no experiment of ours disturbs it); the host's load average before
-and after is recorded, since other tenants' load lowers the figure. The result is cached
-in /var/cache/tcpeval (root) or ~/.cache/tcpeval, keyed by hostname, kernel, CPU count
-and the content hash of the backend (its C/BPF sources and Python modules), so a new
-kernel or a changed backend is calibrated anew; it is recorded in each trace.
+A run then takes, among the mechanisms, the smallest time-dilation factor k whose rate/k
+lies inside that mechanism's envelope at the physical RTT k x RTT (log-linear between
+grid points; the end points beyond the grid), and the mechanism that gives it
+(`choose`). Runs without a configured rate use the default rate: the lowest faithful rate
+of the best mechanism over the design's own RTTs, rounded down to 0.1 Gbps. Calibration
+runs under the host lock (no experiment of ours disturbs it); the host's load average
+before and after is recorded, since other tenants' load lowers the figures. The result is
+cached in /var/cache/tcpeval (root) or ~/.cache/tcpeval, keyed by hostname, kernel, CPU
+count and the content hash of the backend (its C/BPF sources and Python modules), so a
+new kernel or a changed backend is calibrated anew; it is recorded in each trace.
 """
 from __future__ import annotations
 
@@ -34,30 +39,43 @@ import tempfile
 import time
 from pathlib import Path
 
+from tcpeval import dilation
 from tcpeval.backends import fidelity
+from tcpeval.backends.emulated.bottleneck import LINKS
 from tcpeval.backends.emulated.topology import MSS_BYTES, WIRE_FRAME_BYTES
 from tcpeval.spec import load_design
 
 DEFAULT_FRACTION = 0.9
-FAITHFUL_STEP = 0.8
 FAITHFUL_FLOOR_BPS = 0.2e9
 FAITHFUL_TRIES = 3
+GRID_BPS = 1e8
 # Payload per wire frame of the paper's stack (topology: MSS without timestamps in a
 # full-sized frame), and the share of it a faithful link at p = 0 must deliver.
 PAYLOAD_SHARE = MSS_BYTES / WIRE_FRAME_BYTES
 DELIVERY = 0.98
-VERSION = 3
+# The grid's physical RTTs reach this many times the design's longest: where its
+# dilated runs land (the paper's 24.2 ms at k = 8 is 194 ms).
+PHYSICAL_RTT_REACH = 8
+GRID_FLOWS = (1, 2)
+MIN_RTTS_PER_RUN = 40   # a calibration run lasts at least this many RTTs
+VERSION = 4
 HERE = Path(__file__).resolve().parent
 
 
-def calibration_points(design: dict | None = None) -> tuple:
-    """((flows, RTT ms), ...): one flow at the shortest and at the longest RTT of the
-    design's responsiveness grid (default: the paper design), two flows at the longest."""
+def grid(design: dict | None = None) -> tuple:
+    """((flows, physical RTT ms), ...) of the envelope, for each of GRID_FLOWS: the design's
+    shortest and longest responsiveness RTT (its runs without dilation), their geometric
+    mean, and PHYSICAL_RTT_REACH x the longest (its dilated runs)."""
+    lo, hi = design_rtt_range(design)
+    rtts = sorted({lo, round(math.sqrt(lo * hi), 1), hi, round(PHYSICAL_RTT_REACH * hi, 1)})
+    return tuple((f, r) for f in GRID_FLOWS for r in rtts)
+
+
+def design_rtt_range(design: dict | None = None) -> tuple[float, float]:
     if design is None:
         design = load_design()
     rtts = design["criteria"]["responsiveness"]["grid"]["rtt_ms"]
-    shortest, longest = min(rtts), max(rtts)
-    return ((1, shortest), (1, longest), (2, longest))
+    return min(rtts), max(rtts)
 
 
 def _hash_backend_sources() -> str:
@@ -106,7 +124,7 @@ def load(build_hashes: dict) -> dict | None:
 
 
 def default_rate(capacity_bps: float) -> float:
-    return math.floor(capacity_bps * DEFAULT_FRACTION / 1e8) * 1e8
+    return math.floor(capacity_bps * DEFAULT_FRACTION / GRID_BPS) * GRID_BPS
 
 
 def delivered_shortfall(record: dict, rate_bps: float) -> list[str]:
@@ -117,82 +135,139 @@ def delivered_shortfall(record: dict, rate_bps: float) -> list[str]:
     saturation, so the verdict alone would call such a rate faithful. 90 % of the wire
     rate was too lenient: time-dilated runs at the rate it let through fell short of
     their payload (docs/fidelity.md)."""
-    steady = record["measured"]["steady_throughput_bps"] or 0.0
+    m = record["measured"]
+    link = m.get("link_steady")
+    if link:  # exact: the link's own wire bytes over the second half, as payload
+        steady, how = PAYLOAD_SHARE * link["bps"], f"the link's {link['source']} counters"
+    else:     # the receivers' samples (a hole filled late counts when it is filled)
+        steady, how = m["steady_throughput_bps"] or 0.0, "the receivers' samples"
     payload = PAYLOAD_SHARE * rate_bps
     if steady < DELIVERY * payload:
         return [f"rate: delivered {steady / 1e9:.3f} of the {payload / 1e9:.3f} Gbps of payload a "
-                f"{rate_bps / 1e9:.2f} Gbps link carries (< {DELIVERY:.0%}): the host, not the link, "
-                "limited the flow"]
+                f"{rate_bps / 1e9:.2f} Gbps link carries (< {DELIVERY:.0%}; {how}): the host, "
+                "not the link, limited the flow"]
     return []
 
 
+def run_duration_s(duration_s: float, rtt_ms: float) -> float:
+    """A calibration run's length at a physical RTT: long enough to leave slow start."""
+    return max(duration_s, MIN_RTTS_PER_RUN * rtt_ms / 1e3)
+
+
 def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duration_s: float,
-                  start_bps: float, log=None) -> dict:
-    """Search down from start_bps (steps of FAITHFUL_STEP, 0.1 Gbps grid) for the highest
-    rate at which a native-CUBIC run at p = 0 gets verdict ok. ``executor(rtt_ms,
-    duration_s, run_dir, flows, rate_bps)`` runs one (the caller holds the host lock).
-    Returns {"rate_bps": the rate or None below FAITHFUL_FLOOR_BPS, "tried": [...]}."""
+                  start_bps: float, link: str | None = None, log=None) -> dict:
+    """The highest rate on the GRID_BPS grid, from start_bps down, at which a native-CUBIC
+    run at p = 0 gets verdict ok and delivers its payload: start_bps itself first, then a
+    bisection (geometric midpoints) between FAITHFUL_FLOOR_BPS and the lowest flagged
+    rate. ``executor(rtt_ms, duration_s, run_dir, flows, rate_bps, link)`` runs one (the
+    caller holds the host lock). Returns {"rate_bps": the rate or None when even the floor
+    is flagged, "tried": [...]}."""
     log = log or (lambda m: None)
-    rate, tried = default_rate(start_bps), []
-    while rate >= FAITHFUL_FLOOR_BPS:
+    tried = []
+
+    def ok(rate: float) -> bool:
         for attempt in range(FAITHFUL_TRIES):
-            rec = executor(rtt_ms, duration_s, Path(run_dir) / f"f{flows}-rtt{rtt_ms}-{rate:.0f}-{attempt}",
-                           flows, rate)
+            rec = executor(rtt_ms, duration_s, Path(run_dir) / f"f{flows}-rtt{rtt_ms}-{link}-{rate:.0f}-{attempt}",
+                           flows, rate, link)
             reasons = rec["fidelity"]["reasons"] + delivered_shortfall(rec, rate)
             acks = rec["measured"].get("acks") or {}
             tried.append({"rate_bps": rate, "attempt": attempt + 1, "verdict": "flagged" if reasons else "ok",
                           "reasons": reasons, "steady_bps": rec["measured"]["steady_throughput_bps"],
                           "segments_per_ack": acks.get("receiver_segments_per_ack_steady"),
                           "cpu_stolen": rec["measured"].get("cpu_stolen")})
-            log(f"calibration: {flows} flow(s) at {rtt_ms} ms, {rate / 1e9:.1f} Gbps: "
+            log(f"calibration: {link or 'link'} {flows} flow(s) at {rtt_ms} ms, {rate / 1e9:.1f} Gbps: "
                 f"{'flagged' if reasons else 'ok'}{' (' + '; '.join(reasons) + ')' if reasons else ''}")
             if not reasons or not fidelity.transient_only(reasons):
                 break
-        if not reasons:
-            return {"rate_bps": rate, "tried": tried}
-        rate = math.floor(rate * FAITHFUL_STEP / 1e8) * 1e8
-    return {"rate_bps": None, "tried": tried}
+        return not reasons
+
+    top = max(FAITHFUL_FLOOR_BPS, math.floor(start_bps / GRID_BPS) * GRID_BPS)
+    if ok(top):
+        return {"rate_bps": top, "tried": tried}
+    good, bad = None, top
+    while True:
+        lower = good or FAITHFUL_FLOOR_BPS
+        mid = max(math.floor(math.sqrt(lower * bad) / GRID_BPS + 1e-9), round(lower / GRID_BPS) + 1) * GRID_BPS
+        if mid >= bad - GRID_BPS / 2:
+            break
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    if good is None and FAITHFUL_FLOOR_BPS < bad and ok(FAITHFUL_FLOOR_BPS):
+        good = FAITHFUL_FLOOR_BPS
+    return {"rate_bps": good, "tried": tried}
 
 
-def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, log=None) -> dict:
-    """Measure and cache. ``executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None)``
-    performs one run, unshaped without a rate (the caller holds the host lock), and
-    returns its record."""
+class Progress:
+    """Runs done of those expected, and the ETA from the mean run time so far."""
+
+    def __init__(self, expected: int, log):
+        self.expected, self.log, self.done, self.t0 = expected, log, 0, time.monotonic()
+
+    def tick(self, what: str) -> None:
+        self.done += 1
+        spent = time.monotonic() - self.t0
+        left = max(0, self.expected - self.done) * spent / self.done
+        self.log(f"calibration: {what} [{self.done}/~{self.expected} runs, {spent / 60:.1f} min, "
+                 f"ETA {left / 60:.0f} min]")
+
+
+SEARCH_RUNS = 6  # a bisection from the top on the 0.1 Gbps grid takes about this many
+
+
+def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: tuple = LINKS,
+              design: dict | None = None, log=None) -> dict:
+    """Measure the envelope and cache it. ``executor(rtt_ms, duration_s, run_dir, flows,
+    rate_bps=None, link=None)`` performs one run, unshaped without a rate (the caller holds
+    the host lock), and returns its record."""
     log = log or (lambda m: None)
     key = host_key(build_hashes)
     points = []
     load_before = os.getloadavg()[0]
+    todo = grid(design)
+    progress = Progress(len(todo) * (1 + SEARCH_RUNS * len(links)), log)
+
+    def counted(*args):
+        rec = executor(*args)
+        rate, link = args[4] if len(args) > 4 else None, args[5] if len(args) > 5 else None
+        progress.tick(f"{link or 'unshaped'} {args[3]} flow(s) {args[0]} ms"
+                      + (f" {rate / 1e9:.1f} Gbps" if rate else "") + f": {rec['fidelity']['verdict']}")
+        return rec
+
+    raw_most = {}  # flows -> the most an unshaped run of that many flows carried so far
     with tempfile.TemporaryDirectory(prefix="tcpeval-calibrate-") as tmp:
-        for flows, rtt in calibration_points():
-            log(f"calibration: {flows} unshaped flow(s) at {rtt} ms RTT for {duration_s:g} s ...")
-            record = executor(rtt, duration_s, Path(tmp) / f"f{flows}-rtt{rtt}", flows)
+        for flows, rtt in todo:
+            dur = run_duration_s(duration_s, rtt)
+            record = counted(rtt, dur, Path(tmp) / f"f{flows}-rtt{rtt}", flows)
             m = record["measured"]
-            # steady state (second half): slow start at 24 ms would understate the host
+            # steady state (second half): slow start at long RTTs would understate the host
             bps = m["steady_throughput_bps"]
-            points.append({"flows": flows, "rtt_ms": rtt, "throughput_bps": bps,
-                           "mean_throughput_bps": sum(f["summary"]["mean_throughput_bps"]
-                                                      for f in record["flows"]),
-                           "measured_rtt_ms": m["rtt_ms"], "cpu_busy": m.get("cpu_busy"),
-                           "fidelity_reasons": record["fidelity"]["reasons"]})
-            log(f"calibration: {flows} flow(s), {rtt} ms -> {bps / 1e9:.2f} Gbps")
-        capacity = min(p["throughput_bps"] for p in points)
-        start = capacity
-        for p in points:  # only the lowest matters: each search starts at the lowest so far
-            found = faithful_rate(executor, Path(tmp) / "faithful", rtt_ms=p["rtt_ms"], flows=p["flows"],
-                                  duration_s=duration_s, start_bps=start, log=log)
-            p["faithful_rate_bps"], p["faithful_search"] = found["rate_bps"], found["tried"]
-            if found["rate_bps"]:
-                start = found["rate_bps"] / DEFAULT_FRACTION
-    faithful = min((p["faithful_rate_bps"] or 0.0) for p in points)
-    if not faithful:
-        log(f"calibration: no rate down to {FAITHFUL_FLOOR_BPS / 1e9:g} Gbps came out faithful at "
-            f"every point; runs use the lowest tried and are judged as they come")
-        faithful = FAITHFUL_FLOOR_BPS
+            point = {"flows": flows, "rtt_ms": rtt, "duration_s": dur, "throughput_bps": bps,
+                     "mean_throughput_bps": sum(f["summary"]["mean_throughput_bps"] for f in record["flows"]),
+                     "measured_rtt_ms": m["rtt_ms"], "cpu_busy": m.get("cpu_busy"),
+                     "fidelity_reasons": record["fidelity"]["reasons"], "faithful": {}}
+            # the top of the search: what the host carries at all. At a long RTT an unshaped
+            # run has not left slow start when it ends (at 193.6 ms it read 0.2 Gbps), and a
+            # longer path costs no more per packet: the most a shorter one carried counts
+            raw_most[flows] = max(raw_most.get(flows, 0.0), bps or 0.0)
+            point["search_top_bps"] = default_rate(raw_most[flows])
+            for link in links:
+                found = faithful_rate(counted, Path(tmp) / "faithful", rtt_ms=rtt, flows=flows,
+                                      duration_s=dur, start_bps=point["search_top_bps"], link=link, log=log)
+                point["faithful"][link] = {"rate_bps": found["rate_bps"], "search": found["tried"]}
+                log(f"calibration: {link} faithful at {flows} flow(s), {rtt} ms: "
+                    + (f"{found['rate_bps'] / 1e9:.1f} Gbps" if found["rate_bps"] else "none"))
+            points.append(point)
     data = {"key": key, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "host_capacity_bps": capacity, "faithful_rate_bps": faithful,
-            "default_rate_bps": faithful,
-            "points": points, "loadavg_before": load_before, "loadavg_after": os.getloadavg()[0],
+            "host_capacity_bps": min(p["throughput_bps"] for p in points),
+            "points": points, "links": list(links),
+            "loadavg_before": load_before, "loadavg_after": os.getloadavg()[0],
             "method": " ".join(__doc__.split("\n\n")[1].split())}
+    data.update(summary(data, design))
+    if not data["faithful_rate_bps"]:
+        log(f"calibration: no rate down to {FAITHFUL_FLOOR_BPS / 1e9:g} Gbps came out faithful at "
+            f"every point; runs use the floor and are judged as they come")
     path = cache_path(key)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp_path = path.with_suffix(".tmp")
@@ -200,3 +275,65 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, log=None
     os.replace(tmp_path, path)
     data["cache_file"] = str(path)
     return data
+
+
+# ---- the envelope -----------------------------------------------------------------
+
+def envelope_rate(cal: dict, link: str, flows: int, rtt_ms: float) -> float:
+    """What ``link`` carries faithfully for ``flows`` flows at physical RTT ``rtt_ms``:
+    log-linear in the RTT between the grid's points of that flow count (more flows than
+    measured: the largest count measured), the end points beyond the grid; 0 where a
+    point found no faithful rate."""
+    counts = sorted({p["flows"] for p in cal["points"]})
+    n = max([c for c in counts if c <= flows] or counts[:1])
+    pts = sorted((p["rtt_ms"], (p["faithful"].get(link) or {}).get("rate_bps") or 0.0)
+                 for p in cal["points"] if p["flows"] == n)
+    if rtt_ms <= pts[0][0]:
+        return pts[0][1]
+    for (r0, v0), (r1, v1) in zip(pts, pts[1:]):
+        if rtt_ms <= r1:
+            w = math.log(rtt_ms / r0) / math.log(r1 / r0)
+            return v0 + w * (v1 - v0)
+    return pts[-1][1]
+
+
+def choose(cal: dict, *, flows: int, rtt_ms: float, rate_bps: float | None, setting="auto",
+           link: str | None = None) -> tuple[int, str, float]:
+    """(k, link, what that link carries faithfully at k x rtt_ms) for a run: the mechanism
+    with the smallest factor (a tie: the one with more headroom), or ``link`` if given.
+    Raises dilation.DilationError as dilation.choose does."""
+    candidates = [link] if link else list(cal.get("links") or LINKS)
+    best = None
+    for name in candidates:
+        def faithful_at(k, name=name):
+            return envelope_rate(cal, name, flows, rtt_ms * k)
+        try:
+            k = dilation.choose(setting, rate_bps, faithful_at)
+        except dilation.DilationError:
+            if link or (best is None and name == candidates[-1]):
+                raise
+            continue
+        cap = faithful_at(k)
+        if best is None or (k, -cap) < (best[0], -best[2]):
+            best = (k, name, cap)
+    if best is None:
+        raise dilation.DilationError(f"dilation: no link mechanism carries {rate_bps / 1e9:.3g} Gbps here")
+    return best
+
+
+def summary(cal: dict, design: dict | None = None) -> dict:
+    """The envelope in a few numbers: per mechanism the lowest faithful rate over the
+    design's own RTTs (no dilation), the mechanism a run without a rate uses (the higher
+    of these) and that rate, rounded down to 0.1 Gbps, as the default bottleneck rate."""
+    lo, hi = design_rtt_range(design)
+    per_link = {}
+    for link in cal.get("links") or LINKS:
+        rates = [envelope_rate(cal, link, f, r) for f in GRID_FLOWS for r in (lo, hi)]
+        rates += [(p["faithful"].get(link) or {}).get("rate_bps") or 0.0 for p in cal["points"]
+                  if lo <= p["rtt_ms"] <= hi]
+        per_link[link] = min(rates)
+    link = max(per_link, key=lambda name: per_link[name])
+    faithful = math.floor(per_link[link] / GRID_BPS) * GRID_BPS
+    return {"faithful_by_link_bps": per_link, "link": link,
+            "faithful_rate_bps": faithful or FAITHFUL_FLOOR_BPS,
+            "default_rate_bps": faithful or FAITHFUL_FLOOR_BPS}

@@ -15,8 +15,10 @@ exactly like the paper's switch buffer in front of the ring.
 from __future__ import annotations
 
 import json
+import signal
 import statistics
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,8 +50,12 @@ class DelayLine:
     mechanism = "tevdelay-afpacket"
 
     def __init__(self, art: Artifacts, topo: topology.Topology, run_dir: Path, *, rt_prio: int = 20,
-                 cpu: int | None = None, held_ms: tuple = ()):
-        self.art, self.topo, self.run_dir, self.rt_prio = art, topo, run_dir, rt_prio
+                 cpu: int | None = None, held_ms: tuple = (), link: dict | None = None):
+        # the link engine spins at nice -20 alone on its CPU, never SCHED_FIFO (tevdelay.c)
+        self.art, self.topo, self.run_dir, self.rt_prio = art, topo, run_dir, 0 if link else rt_prio
+        # the link engine's rate and buffer ({"rate_bps", "limit_bytes"}), or None: the
+        # process is then the delay line alone (bottleneck.py says what the engine does)
+        self.link = link
         # lateness thresholds the stats count frames against (ms, physical): the verdict's,
         # multiplied by a time-dilated run's factor (tcpeval.backends.fidelity.held_ms)
         self.held_ms = tuple(held_ms)
@@ -81,6 +87,13 @@ class DelayLine:
         for i in range(1, t.pairs + 1):
             args += ["--route", f"{topology.sender_ip(i)}={t.dev(f's{i}')},"
                                 f"{t.mac(f's{i}', t.dev('ep'))},{t.mac('sw', t.dev(f's{i}'))}"]
+        if self.link:
+            args += ["--rate-bps", f"{self.link['rate_bps']:.0f}", "--buffer-bytes", self.link["limit_bytes"]]
+            for port in t.sender_ports():
+                args += ["--data-in", port]
+            for i in range(1, t.pairs + 1):
+                args += ["--data-route", f"{topology.receiver_ip(i)}={t.dev(f'r{i}')},"
+                                         f"{t.mac(f'r{i}', t.dev('ep'))},{t.mac('sw', t.bottleneck_dev)}"]
         if self.stats_path.exists():
             self.stats_path.unlink()
         self.proc = host.spawn(args, ns=t.sw, stdout=subprocess.PIPE,
@@ -114,11 +127,31 @@ class DelayLine:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def link_counters(self, timeout_s: float = 2.0) -> dict | None:
+        """The link engine's sent frames and bytes now, with its monotonic time: a
+        SIGUSR1 makes it append them to <stats>.snap (tevdelay.c). None without an engine."""
+        if not self.link or not self.alive():
+            return None
+        snap = self.stats_path.with_name(self.stats_path.name + ".snap")
+        before = snap.read_text().count("\n") if snap.exists() else 0
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            lines = snap.read_text().splitlines() if snap.exists() else []
+            if len(lines) > before:
+                last = json.loads(lines[-1])
+                return {"t_s": last["mono_ns"] / 1e9, "bytes": last["sent_bytes"], "frames": last["sent"]}
+            time.sleep(0.002)
+        return None
+
     def describe(self) -> dict:
         return {"mechanism": self.mechanism,
                 "delay_ns": self.delay_ns, "quantum_ns": quantum_ns(self.delay_ns),
-                "sched": f"SCHED_FIFO {self.rt_prio}" if self.rt_prio else "SCHED_OTHER",
-                "cpu": self.cpu}
+                "sched": f"SCHED_FIFO {self.rt_prio}" if self.rt_prio
+                else "SCHED_OTHER nice -20" if self.link else "SCHED_OTHER",
+                "cpu": self.cpu, "link_engine": bool(self.link),
+                "waits": "spins (the link engine never sleeps)" if self.link
+                else "sleeps until the head frame is due"}
 
 
 class Netem:
@@ -146,6 +179,9 @@ class Netem:
 
     def alive(self) -> bool:
         return True
+
+    def link_counters(self) -> None:
+        return None
 
     def describe(self) -> dict:
         return {"mechanism": self.mechanism, "delay_ns": self.delay_ns,
@@ -195,8 +231,11 @@ MAX_SELF_LATENCY_MS = 0.5  # the most the delay mechanism itself is trusted to a
 
 def mechanism_for(art: Artifacts, topo: topology.Topology, run_dir: Path, *, rtt_ms: float,
                   rate_bps: float | None, buffer_bytes: int, rt_prio: int, cpu: int | None,
-                  held_ms: tuple):
-    """netem where the kernel has it, the delay line otherwise (not yet started)."""
+                  held_ms: tuple, link: dict | None = None):
+    """The delay line when it is also the link (``link``: its rate and limit); else netem
+    where the kernel has it, the delay line otherwise (not yet started)."""
+    if link:
+        return DelayLine(art, topo, run_dir, rt_prio=rt_prio, cpu=cpu, held_ms=held_ms, link=link)
     if netem_available(topo.sw, topo.sender_ports()[0]):
         rate = rate_bps or topology.UNSHAPED_RATE_BPS
         limit = int((rate / 8 * (rtt_ms / 1000) + buffer_bytes) / 64) * 2

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from tcpeval import dilation as dilation_mod
 from tcpeval.backends import common
 from tcpeval.backends.base import BackendError
-from tcpeval.backends.emulated import host
+from tcpeval.backends.emulated import bottleneck, calibrate, host
 
 MAX_FLOWS = host.MAX_PAIRS  # sender/receiver pairs of the dumbbell (parallel-flow designs: 10)
 MIN_BUFFER_BYTES = 64 * 1024
@@ -35,6 +35,7 @@ class Plan:
     rate_source: str = "condition"
     notes: list = field(default_factory=list)
     dilation: int = 1                # time-dilation factor: every field above is physical
+    link: str = "tbf"                # the bottleneck's mechanism (bottleneck.LINKS)
 
 
 def check_condition(condition) -> None:
@@ -79,8 +80,6 @@ def bdp_buffer(rate_bps: float, rtt_ms: float) -> int:
 
 def for_condition(condition, cal: dict, log) -> Plan:
     """The plan of a condition on a host with calibration ``cal``."""
-    # what the host carries faithfully (calibrate.py); older caches knew only the raw figure
-    capacity = cal.get("faithful_rate_bps") or cal["host_capacity_bps"]
     if condition.rate_bps is None:
         rate, source = cal["default_rate_bps"], "calibrated host default"
     else:
@@ -89,14 +88,21 @@ def for_condition(condition, cal: dict, log) -> Plan:
         buffer = bdp_buffer(rate, condition.rtt_ms)
     else:
         buffer = int(condition.buffer_bytes)
+    # the link mechanism and factor from the host's faithful envelope (calibrate.py):
+    # the smallest k with rate / k inside it at the physical RTT k x RTT
     try:
-        k = dilation_mod.factor_for(condition, rate, capacity)
+        k, link, capacity = calibrate.choose(cal, flows=len(condition.flows), rtt_ms=condition.rtt_ms,
+                                             rate_bps=rate, setting=condition.dilation,
+                                             link=bottleneck.forced_link())
+        dilation_mod.factor_for(condition, rate, lambda kk: calibrate.envelope_rate(
+            cal, link, len(condition.flows), condition.rtt_ms * kk))  # refuses native flows at k > 1
     except dilation_mod.DilationError as err:
         raise BackendError(f"condition.{err}") from None
     if k > 1:
         log(f"time dilation x{k}: {rate / 1e9:.3g} Gbps at {condition.rtt_ms} ms runs as "
             f"{rate / k / 1e9:.3g} Gbps at {condition.rtt_ms * k:g} ms for "
-            f"{condition.duration_s * k:g} s (this host carries {capacity / 1e9:.3g} Gbps faithfully)")
+            f"{condition.duration_s * k:g} s (the {link} link carries {capacity / 1e9:.3g} Gbps "
+            f"faithfully there)")
     # the virtual path as a physical one (tcpeval.dilation): rate / k, times x k; the
     # buffer in bytes, the drop probability and the seed stay
     flows = [replace(f, start_s=f.start_s * k, stop_s=f.stop_s * k if f.stop_s is not None else None,
@@ -106,15 +112,18 @@ def for_condition(condition, cal: dict, log) -> Plan:
                 drop=condition.drop, seed=condition.seed, background_loss=condition.background_loss,
                 duration_s=condition.duration_s * k, interval_s=condition.interval_s * k,
                 flows=flows, stack=stack_settings(condition, k), hz=condition.hz,
-                host_capacity_bps=capacity, calibration=cal, rate_source=source, dilation=k)
+                host_capacity_bps=capacity, calibration=cal, rate_source=source, dilation=k,
+                link=link)
 
 
-def for_calibration(condition, rtt_ms: float, duration_s: float, rate_bps: float | None) -> Plan:
+def for_calibration(condition, rtt_ms: float, duration_s: float, rate_bps: float | None,
+                    link: str = "tbf") -> Plan:
     """The plan of a calibration run: native CUBIC at p = 0, unshaped (rate None) or at
-    a bottleneck rate with a one-BDP buffer."""
+    a bottleneck rate with a one-BDP buffer on the link mechanism ``link``."""
     shaped = rate_bps is not None
     return Plan(rate_bps=rate_bps, buffer_bytes=bdp_buffer(rate_bps, rtt_ms) if shaped else 0,
                 rtt_ms=rtt_ms, drop=0.0, seed=1, background_loss=0.0, duration_s=duration_s,
-                interval_s=0.5, flows=list(condition.flows), stack=stack_settings(condition), hz=condition.hz,
+                interval_s=0.1, flows=list(condition.flows), stack=stack_settings(condition), hz=condition.hz,
                 host_capacity_bps=rate_bps, calibration=None,
-                rate_source="calibration (faithful rate search)" if shaped else "unshaped (calibration)")
+                rate_source="calibration (faithful rate search)" if shaped else "unshaped (calibration)",
+                link=link)

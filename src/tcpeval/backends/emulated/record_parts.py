@@ -9,7 +9,7 @@ from tcpeval.backends import common, fidelity, record
 from tcpeval.backends.emulated import ccadapter, host, topology
 from tcpeval.backends.emulated.counters import cpu_shares
 from tcpeval.backends.emulated.plan import RTO_MIN_SYSCTL, RTO_MIN_US
-from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES
+from tcpeval.backends.emulated.topology import MSS_BYTES, WIRE_FRAME_BYTES
 
 # Host-global: read and recorded, never changed (autotuning needs no rmem_max; iperf3
 # is run without -w).
@@ -53,7 +53,11 @@ def throughput(run) -> tuple[float, float]:
     a bottleneck --, what all flows carried together in the run's second half)."""
     plan, parsed = run.plan, run.parsed
     active_s = plan.duration_s - min(f.start_s for f in plan.flows)
-    bytes_through = (run.after.qdisc.get("bytes") or 0) - (run.before.qdisc.get("bytes") or 0)
+    link = (run.delay_stats or {}).get("link")
+    if link:  # the link engine counts what it sent (its life: the traffic and the last RTT probes)
+        bytes_through = link["sent_bytes"]
+    else:
+        bytes_through = (run.after.qdisc.get("bytes") or 0) - (run.before.qdisc.get("bytes") or 0)
     achieved = bytes_through * 8 / active_s if plan.rate_bps is not None and active_s > 0 else \
         sum(r["summary"]["mean_throughput_bps"] for r in parsed)
     # steady state: after slow start (flows may start and stop on their own schedules)
@@ -62,6 +66,21 @@ def throughput(run) -> tuple[float, float]:
                                    half, plan.duration_s)
                      for flow, res in zip(plan.flows, parsed))
     return achieved, 8.0 * late_bytes / (plan.duration_s - half)
+
+
+def link_steady(edges: list, t0: float, duration_s: float) -> dict | None:
+    """What the bottleneck sent in the run's second half, from its own byte counts read at
+    both edges (runner: at half the duration and at its end): wire bytes, the span between
+    the two reads, and the rate. None without both reads (unshaped)."""
+    if len(edges) != 2 or None in edges:
+        return None
+    a, b = edges
+    span = b["t_s"] - a["t_s"]
+    if span <= 0:
+        return None
+    return {"bps": 8.0 * (b["bytes"] - a["bytes"]) / span, "bytes": b["bytes"] - a["bytes"],
+            "frames": None if None in (a.get("frames"), b.get("frames")) else b["frames"] - a["frames"],
+            "from_s": a["t_s"] - t0, "to_s": b["t_s"] - t0, "source": a["source"]}
 
 
 def bytes_between(t_s: list, nbytes: list, start_s: float, lo_s: float, hi_s: float) -> float:
@@ -78,6 +97,21 @@ def bytes_between(t_s: list, nbytes: list, start_s: float, lo_s: float, hi_s: fl
             total += b * overlap / (end - begin)
         begin = end
     return total
+
+
+def loaded_rtts(run) -> dict:
+    """Each TCP flow's loaded RTT (fidelity.loaded_rtt) from its samples in the run's
+    second half, keyed "<index>:<variant>"; physical ms."""
+    plan, out = run.plan, {}
+    half = plan.duration_s / 2
+    for i, (flow, res) in enumerate(zip(plan.flows, run.parsed), start=1):
+        if flow.protocol != "tcp":
+            continue
+        smp = res["samples"]
+        steady = [(r, c) for t, r, c in zip(smp["t_s"], smp["rtt_us"], smp["cwnd_bytes"])
+                  if flow.start_s + t > half]
+        out[f"{i}:{flow.variant}"] = fidelity.loaded_rtt(steady, MSS_BYTES)
+    return out
 
 
 def verdict(run, achieved: float, steady: float, cpu_busy: float | None) -> dict:
@@ -102,8 +136,11 @@ def verdict(run, achieved: float, steady: float, cpu_busy: float | None) -> dict
         segments_per_ack=run.acks["receiver_segments_per_ack_steady"],
         segments_per_ack_after_hole_fills=run.acks["receiver_segments_per_ack_steady_after_hole_fills"],
         receiver_acks=run.acks["receiver_acks_steady"],
-        interval_bps=[b for r in parsed for b in r["samples"]["throughput_bps"]], interval_s=plan.interval_s,
-        cc_guard=run.cc_guard, sender_defaults=foreign_defaults, extra_reasons=extra, dilation=plan.dilation)
+        interval_bps=[r["samples"]["throughput_bps"] for r in parsed], interval_s=plan.interval_s,
+        cc_guard=run.cc_guard, sender_defaults=foreign_defaults,
+        link_stats=(run.delay_stats or {}).get("link"), loaded_rtts=run.loaded_rtts if shaped else None,
+        receiver_holds_bytes=run.rwin["buffer_bytes"],
+        extra_reasons=extra, dilation=plan.dilation)
 
 
 def flows(run) -> list[dict]:
@@ -187,12 +224,16 @@ def measured(run, verdict: dict, achieved: float, steady: float, cpu: tuple) -> 
         "rtt_probe": run.rtt.probe, "base_rtt_probe": run.rtt.base,
         "drop": record.drop_measurement(c["seen"], c["dropped"], check=verdict["checks"]["drop"]),
         "bottleneck_rate_bps": achieved, "steady_throughput_bps": steady,
+        "link_steady": run.link_steady,
         "host_capacity_bps": plan.host_capacity_bps,
         "configured_rate_bps": plan.rate_bps, "rate_source": plan.rate_source,
         "buffer_bytes": plan.buffer_bytes,
         "bottleneck_qdisc": {"before": run.before.qdisc, "after": run.after.qdisc},
         "cpu_busy": cpu[0], "cpu_stolen": cpu[1], "softnet_drops_host": run.after.softnet - run.before.softnet,
         "delay_line": run.delay_stats,
+        "loaded_rtt": {"flows": run.loaded_rtts,
+                       "bound_ms": fidelity.loaded_rtt_bound_ms(plan.rtt_ms, plan.buffer_bytes, plan.rate_bps,
+                                                                plan.dilation) if plan.rate_bps else None},
         "acks": run.acks,
         "cc_guard": run.cc_guard or None,
         "background_drop": run.background_counters or None,
@@ -207,6 +248,7 @@ def build(condition, run, started_at: str) -> dict:
         if flow.protocol == "tcp":
             record.check_verified_cc(fp.index, flow.variant, fp.kernel_name, res["verified"])
     achieved, steady = throughput(run)
+    run.loaded_rtts = loaded_rtts(run)
     cpu = cpu_shares(run.before, run.after)
     v = verdict(run, achieved, steady, cpu[0])
     return record.build(condition=condition, run_dir=run.run_dir, backend="emulated", started_at=started_at,

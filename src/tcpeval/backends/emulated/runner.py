@@ -20,6 +20,7 @@ trace record; backends/record.py builds it). This module runs them in order.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -103,6 +104,8 @@ class Run:
     background_counters: list | None = None
     delay_desc: dict | None = None
     delay_stats: dict | None = None
+    loaded_rtts: dict | None = None             # fidelity.loaded_rtt per flow (record_parts)
+    link_steady: dict | None = None             # record_parts.link_steady
     parsed: list | None = None
     t0: float = 0.0
     setup_s: float = 0.0
@@ -193,16 +196,16 @@ class EmulatedBackend:
             return self._executor(art)(rtt_ms, duration_s, Path(run_dir), flows)
 
     def faithful(self, run_dir, *, rtt_ms: float, duration_s: float, flows: int = 1,
-                 start_bps: float) -> dict:
-        """The highest bottleneck rate, from start_bps down, at which runs come out with
-        verdict ok (calibrate.faithful_rate)."""
+                 start_bps: float, link: str = "tbf") -> dict:
+        """The highest bottleneck rate of link mechanism ``link``, from start_bps down, at
+        which runs come out with verdict ok (calibrate.faithful_rate)."""
         host.preflight()
         log = _StderrLog(self.progress)
         art = ensure_built(log)
         with _signals_unwind(), host.HostLock(self.lock_timeout_s, log=log):
             host.cleanup_stale(holding_lock=True, log=log)
             return calib.faithful_rate(self._executor(art), Path(run_dir), rtt_ms=rtt_ms,
-                                       flows=flows, duration_s=duration_s, start_bps=start_bps,
+                                       flows=flows, duration_s=duration_s, start_bps=start_bps, link=link,
                                        log=log)
 
     # ------------------------------------------------------------------ internals
@@ -212,10 +215,10 @@ class EmulatedBackend:
         host carries at all) or at a bottleneck rate (what it carries faithfully, judged
         by the verdict). Returns the record; writes no trace.json."""
         def executor(rtt_ms: float, dur: float, run_dir: Path, flows: int = 1,
-                     rate_bps: float | None = None) -> dict:
+                     rate_bps: float | None = None, link: str | None = None) -> dict:
             run_dir.mkdir(parents=True, exist_ok=True)
             cond = adhoc_condition(["cubic"] * flows, rtt_ms, 0.0, dur, impl="native", seed=1)
-            plan = plans.for_calibration(cond, rtt_ms, dur, rate_bps)
+            plan = plans.for_calibration(cond, rtt_ms, dur, rate_bps, link or bottleneck.forced_link() or "tbf")
             runlog = common.RunLog(run_dir / "run.log", False, "calibration")
             try:
                 return self._execute(cond, run_dir, plan, art, runlog)
@@ -249,7 +252,11 @@ class EmulatedBackend:
         try:
             with contextlib.ExitStack() as stack:
                 self._build_dumbbell(run, stack, log)
-                run.rate_mech = bottleneck.shape(run.topo, plan.rate_bps, plan.buffer_bytes, plan.dilation)
+                run.rate_mech = bottleneck.shape(run.topo, plan.rate_bps, plan.buffer_bytes, plan.dilation,
+                                                 plan.link, art)
+                if run.rate_mech["mechanism"] == "tevlink":  # the data never reach the redirect
+                    run.switch_mech["data_path"] = (f"{' '.join(run.topo.sender_ports())} ingress -> link engine "
+                                                    f"-> {' '.join(run.topo.ack_ports())} egress")
                 run.drop = DropStage(art, run.topo.drop_stage_links(), plan.drop, plan.seed, plan.background_loss)
                 self._set_delay(run, stack, log)
                 run.handles = ccadapter.load_flows(stack, plan.flows, plan.hz, plan.dilation)
@@ -278,9 +285,19 @@ class EmulatedBackend:
         redirects, the endpoints' sysctls and the receivers' window."""
         topo, plan = run.topo, run.plan
         topo.create()
-        run.place = topo.placement()
+        engine = plan.link == "tevlink" and plan.rate_bps is not None
+        run.place = topo.placement(engine=engine)
         run.place["rps_masks"] = topo.apply_placement(run.place)
-        run.keep_awake = awake.KeepAwake(run.art.tevdelay)
+        # the engine's CPU runs nothing else: a runnable loop there, even SCHED_IDLE, is
+        # what the kernel's fair server gives time to by stopping the engine
+        cpus = [c for c in awake.all_cpus() if not (engine and c == run.place["line"])]
+        if engine and cpus:
+            # nor this process and what it starts (ss, tc, iperf3): a task that wakes there
+            # waits behind the engine until the fair server stops it (50 ms)
+            own = awake.all_cpus()
+            os.sched_setaffinity(0, cpus)
+            stack.callback(os.sched_setaffinity, 0, own)
+        run.keep_awake = awake.KeepAwake(run.art.tevdelay, cpus)
         stack.callback(run.keep_awake.stop)
         run.keep_awake.start()
         run.switch_mech = topo.fast_path(run.art)
@@ -297,7 +314,8 @@ class EmulatedBackend:
         run.delayer = delay.mechanism_for(
             run.art, run.topo, run.run_dir, rtt_ms=plan.rtt_ms, rate_bps=plan.rate_bps,
             buffer_bytes=plan.buffer_bytes, rt_prio=self.rt_prio, cpu=run.place["line"],
-            held_ms=fidelity.held_ms(plan.dilation))
+            held_ms=fidelity.held_ms(plan.dilation),
+            link=run.rate_mech if run.rate_mech.get("mechanism") == "tevlink" else None)
         stack.callback(lambda: run.delayer and run.delayer.stop())
         run.delayer.start(0)
         prober = delay.Prober(run.art, run.topo)
@@ -323,8 +341,15 @@ class EmulatedBackend:
         log(f"setup {run.setup_s:.2f} s; traffic for {plan.duration_s:g} s")
         run.t0 = time.monotonic()
         tcp_mid = {}
-        traffic.drive(run.flows, topo, run.delayer, run.t0, plan, log,
-                      midway=lambda: tcp_mid.update(tcp_snapshot()))
+        edges = []  # the link's own byte counts at both edges of the steady state
+
+        def midway():
+            edges.append(self._link_counters(run))
+            tcp_mid.update(tcp_snapshot())
+
+        traffic.drive(run.flows, topo, run.delayer, run.t0, plan, log, midway=midway,
+                      at_end=lambda: edges.append(self._link_counters(run)))
+        run.link_steady = record_parts.link_steady(edges, run.t0, plan.duration_s)
         run.traffic_s = time.monotonic() - run.t0
         run.drop.disable()
         run.after = HostCounters.read(topo, run.keep_awake)
@@ -334,6 +359,23 @@ class EmulatedBackend:
         fw0, fw1 = run.before.forwarded, run.after.forwarded
         run.switch_mech["ip_forwarded_during_traffic"] = None if None in (fw0, fw1) else fw1 - fw0
         run.drop_counters, run.background_counters = run.drop.read()
+
+
+    @staticmethod
+    def _link_counters(run: Run) -> dict | None:
+        """What the bottleneck has sent so far: the link engine's counters, or the TBF
+        qdisc's (time taken around the read); None unshaped."""
+        if run.plan.rate_bps is None:
+            return None
+        counted = run.delayer.link_counters()
+        if counted:
+            return {**counted, "source": "link engine"}
+        t_a = time.monotonic()
+        q = bottleneck.qdisc_stats(run.topo.sw, run.topo.bottleneck_dev)
+        if q.get("bytes") is None:
+            return None
+        return {"t_s": (t_a + time.monotonic()) / 2, "bytes": q["bytes"], "frames": q.get("packets"),
+                "source": "qdisc"}
 
 
 class _StderrLog:

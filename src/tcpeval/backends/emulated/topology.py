@@ -215,7 +215,7 @@ class Topology:
                 "data_path": f"{' '.join(self.sender_ports())} ingress -> {self.bottleneck_dev} egress"
                              + (" -> bridge -> receiver ports" if self.bridged else "")}
 
-    def placement(self) -> dict:
+    def placement(self, engine: bool = False) -> dict:
         """CPUs for each part of the path, or None (no steering) with one CPU.
 
         senders/receivers: RPS of the endpoints' veths (where a frame's receive
@@ -231,16 +231,30 @@ class Topology:
                   went app-limited); on CPU 1 a flow carried more, with no more late ACKs.
           3 CPUs: senders 0, receivers 1, line 2.
           4+ CPUs: per pair a sender and a receiver CPU, the last CPU for the line.
-        TCPEVAL_PLACEMENT="s,r,switch,line,s_app,r_app" overrides (benchmarks)."""
+          link engine (it spins on the line's CPU, tevdelay.c), 2 CPUs: the iperf3 ends
+                  move to CPU 0 (a spinning engine leaves them no time on CPU 1); the
+                  receivers' packets are processed on CPU 1, inside the engine's own sends
+                  (no inter-processor interrupt per packet, which costs many microseconds
+                  in a VM), and the switch's ACK ports get no steering: each ACK is tapped
+                  on the CPU that sent it. Balanced so, the host carried 1.3-1.4 Gbps at
+                  0.2 ms; with the receivers on CPU 0 that CPU saturated at 1.0-1.1.
+        ack_ports: RPS of the switch's ports from the receivers (default: the switch's).
+        TCPEVAL_PLACEMENT="s,r,switch,line,s_app,r_app[,ack_ports]" overrides (benchmarks;
+        "-" for no steering)."""
         ncpu = os.cpu_count() or 1
         n = self.pairs
         if os.environ.get("TCPEVAL_PLACEMENT"):
             v = [None if x in ("", "-") else int(x) for x in os.environ["TCPEVAL_PLACEMENT"].split(",")]
             return {"senders": [v[0]] * n, "receivers": [v[1]] * n, "switch": v[2], "line": v[3],
-                    "sender_apps": [v[4]] * n, "receiver_apps": [v[5]] * n, "source": "TCPEVAL_PLACEMENT"}
+                    "sender_apps": [v[4]] * n, "receiver_apps": [v[5]] * n,
+                    "ack_ports": v[6] if len(v) > 6 else v[2], "source": "TCPEVAL_PLACEMENT"}
         if ncpu < 2:
             return {"senders": [None] * n, "receivers": [None] * n, "switch": None, "line": None,
                     "sender_apps": [None] * n, "receiver_apps": [None] * n, "source": "1 CPU"}
+        if ncpu == 2 and engine:
+            return {"senders": [0] * n, "receivers": [1] * n, "switch": 0, "line": 1,
+                    "sender_apps": [0] * n, "receiver_apps": [0] * n, "ack_ports": None,
+                    "source": "2 CPUs, link engine"}
         if ncpu == 2:
             return {"senders": [0] * n, "receivers": [0] * n, "switch": 0, "line": 1,
                     "sender_apps": [1] * n, "receiver_apps": [1] * n, "source": "2 CPUs"}
@@ -260,7 +274,8 @@ class Topology:
         # The receivers' ACKs leave from whichever CPU ran their socket (softirq, or the
         # reader's process context); steering each ACK port to one CPU keeps them in the
         # order they were sent (two backlogs would race and reorder them at the taps).
-        targets += [(self.sw, port, place["switch"]) for port in self.sender_ports() + self.ack_ports()]
+        targets += [(self.sw, port, place["switch"]) for port in self.sender_ports()]
+        targets += [(self.sw, port, place.get("ack_ports", place["switch"])) for port in self.ack_ports()]
         for ns, dev, cpu in targets:
             if cpu is None:
                 continue
@@ -334,6 +349,7 @@ RECEIVE_WINDOW_MIN = 1 << 20
 _RMEM_MIN, _, _RMEM_MAX = common.PAPER_SYSCTLS["net.ipv4.tcp_rmem"].split()
 RECEIVE_BUFFER_MAX = int(_RMEM_MAX)  # the paper's hosts' tcp_rmem maximum
 UNSHAPED_RATE_BPS = 10e9      # no bottleneck (calibration): size for the paper's 10G
+READER_WAKEUP_BYTES = 64 * 1024  # SO_RCVLOWAT of the receivers' bulk sockets
 
 
 def receive_window(rate_bps: float | None, rtt_ms: float, buffer_bytes: int) -> dict:
@@ -343,6 +359,10 @@ def receive_window(rate_bps: float | None, rtt_ms: float, buffer_bytes: int) -> 
     buffer = min(RECEIVE_BUFFER_MAX, RECEIVE_BUFFER_FACTOR * window)
     window = min(window, buffer // RECEIVE_BUFFER_FACTOR)
     return {"window_clamp_bytes": window, "buffer_bytes": buffer,
+            # the reader is woken per this many bytes, not per segment (receiver/tevrcv.c):
+            # at 1.5 Gbps that cut the host's reschedule interrupts from ~60,000 to ~4,000
+            # per run, and the ACKs never wait for the reader (the clamp above)
+            "reader_wakeup_bytes": READER_WAKEUP_BYTES,
             "sysctls": {"net.ipv4.tcp_moderate_rcvbuf": 0,
                         "net.ipv4.tcp_rmem": f"{_RMEM_MIN} {buffer} {RECEIVE_BUFFER_MAX}"},
             # The kernel sets the clamp to the whole buffer at the first data segment
@@ -358,7 +378,8 @@ def receive_window(rate_bps: float | None, rtt_ms: float, buffer_bytes: int) -> 
 
 
 def receiver_env(rwin: dict, preload: Path) -> dict:
-    return {"LD_PRELOAD": str(preload), "TEVRCV_WINDOW_CLAMP": rwin["window_clamp_bytes"]}
+    return {"LD_PRELOAD": str(preload), "TEVRCV_WINDOW_CLAMP": rwin["window_clamp_bytes"],
+            "TEVRCV_RCVLOWAT": rwin["reader_wakeup_bytes"]}
 
 
 def sysctl(ns: str, values: dict, *, strict: bool) -> dict:

@@ -132,9 +132,10 @@ SS_TRIES = 10
 
 
 def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, plan, log,
-          midway=None) -> None:
+          midway=None, at_end=None) -> None:
     """Start clients at their offsets; watch every process; stop when all are done.
-    midway(), if given, runs once at half the run's duration."""
+    midway(), if given, runs once at half the run's duration, at_end() once at its end
+    (the clients, which started a little after t0, still send then)."""
     pending = sorted(flows, key=lambda f: f.start_s)
     # iperf3 ends a test over its control connection, which meets the path's losses and
     # retransmission timeouts too: on a long lossy path (512 ms, 30 %) that takes many RTTs
@@ -150,6 +151,9 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
         if midway and now >= t0 + plan.duration_s / 2:
             midway()
             midway = None
+        if at_end and now >= t0 + plan.duration_s:
+            at_end()
+            at_end = None
         while pending and now >= t0 + pending[0].start_s:
             f = pending.pop(0)
             f.start_client(topo)
@@ -169,7 +173,9 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
         if now >= next_note:
             log(f"... {now - t0:.0f}/{plan.duration_s:g} s")
             next_note += 5.0
-        time.sleep(0.05)
+        marks = [t0 + plan.duration_s / 2] if midway else []
+        marks += [t0 + plan.duration_s] if at_end else []
+        time.sleep(min([0.05] + [max(0.0, m - time.monotonic()) for m in marks]))
 
 
 def check_socket_cc(f: FlowProc, topo: topology.Topology, now: float, first_look_s: float) -> None:

@@ -14,6 +14,13 @@
  * Why here and not once at accept(): the kernel resets the clamp to the buffer size
  * when it first measures the peer's segment size (tcp_measure_rcv_mss, 6.x), after the
  * first data arrived. So the clamp is (re)applied from the reads, every CLAMP_EVERY-th.
+ *
+ * With $TEVRCV_RCVLOWAT it also sets SO_RCVLOWAT: the reader is woken once that many
+ * bytes wait, not for every segment or two. On a host where the receivers' packets are
+ * processed on another CPU than their reader's, each wake-up costs an inter-processor
+ * interrupt, and in a VM that is many microseconds per packet. The kernel still wakes it
+ * early when the window is about to close or the peer is done (tcp_epollin_ready), and
+ * the ACKs do not wait for the reader: the clamp keeps the window's edge moving.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -29,7 +36,9 @@
 
 static unsigned char kind[MAX_FDS];  /* 0 unknown, 1 TCP, 2 other */
 static unsigned int reads[MAX_FDS];
-static int clamp = -1;
+static size_t total[MAX_FDS]; /* bytes read so far */
+#define BULK_BYTES (1 << 20)
+static int clamp = -1, lowat = -1;
 
 static void after_read(int fd, ssize_t n)
 {
@@ -39,17 +48,23 @@ static void after_read(int fd, ssize_t n)
 	if (n <= 0 || fd < 0 || fd >= MAX_FDS)
 		return;
 	if (clamp < 0) {
-		const char *v = getenv("TEVRCV_WINDOW_CLAMP");
+		const char *v = getenv("TEVRCV_WINDOW_CLAMP"), *w = getenv("TEVRCV_RCVLOWAT");
 
 		clamp = v ? atoi(v) : 0;
+		lowat = w ? atoi(w) : 0;
 	}
-	if (clamp <= 0)
+	if (clamp <= 0 && lowat <= 0)
 		return;
 	if (!kind[fd])
 		kind[fd] = getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) == 0 &&
 			   proto == IPPROTO_TCP ? 1 : 2;
-	if (kind[fd] == 1 && reads[fd]++ % CLAMP_EVERY == 0)
-		setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof(clamp));
+	if (kind[fd] == 1 && reads[fd]++ % CLAMP_EVERY == 0) {
+		if (clamp > 0)
+			setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof(clamp));
+	}
+	/* only a bulk socket: iperf3's control connection waits for messages of a few bytes */
+	if (kind[fd] == 1 && lowat > 0 && total[fd] < BULK_BYTES && (total[fd] += (size_t)n) >= BULK_BYTES)
+		setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat));
 }
 
 ssize_t read(int fd, void *buf, size_t count)
@@ -85,6 +100,7 @@ int close(int fd)
 	if (fd >= 0 && fd < MAX_FDS) {
 		kind[fd] = 0;
 		reads[fd] = 0;
+		total[fd] = 0;
 	}
 	return real(fd);
 }
