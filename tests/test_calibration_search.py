@@ -120,8 +120,10 @@ def test_every_point_is_searched_on_its_own_from_the_top_for_each_link(tmp_path,
     point = next(p for p in data["points"] if p["flows"] == 1 and p["rtt_ms"] == 1.0)
     assert point["faithful"]["tevlink"]["rate_bps"] == 2.0e9
     assert point["faithful"]["tbf"]["rate_bps"] == 0.8e9
-    # the default rate: the better link's lowest over the design's own RTTs (2 flows, 4 ms)
-    assert data["link"] == "tevlink" and data["default_rate_bps"] == 0.5e9
+    # the default rate: a share of the better link's lowest over the design's own RTTs
+    # (2 flows, 4 ms: 0.5 Gbps)
+    assert data["link"] == "tevlink" and data["faithful_rate_bps"] == 0.5e9
+    assert data["default_rate_bps"] == 0.4e9
     assert calibrate.load({"tevdelay": "0" * 64})["points"] == data["points"]
 
 
@@ -161,3 +163,20 @@ def test_the_link_with_the_smaller_factor_is_chosen_unless_one_is_forced():
     assert calibrate.choose(cal, flows=1, rtt_ms=1.0, rate_bps=3e9, setting=4)[:2] == (4, "tevlink")
     with pytest.raises(dilation.DilationError):
         calibrate.choose(cal, flows=1, rtt_ms=1.0, rate_bps=1e12)
+
+
+def test_a_run_the_host_cannot_finish_counts_as_not_faithful(tmp_path):
+    from tcpeval.backends.base import BackendError
+    calls = []
+
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None):
+        calls.append(rate_bps)
+        if rate_bps > 1e9:
+            raise BackendError("flow 0: iperf3 reported: control socket has closed unexpectedly")
+        return {"fidelity": {"verdict": "ok", "reasons": []},
+                "measured": {"steady_throughput_bps": 0.97 * rate_bps, "acks": {}}}
+    found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=193.6, flows=1, duration_s=8,
+                                    start_bps=3.6e9, link="tevlink")
+    assert found["rate_bps"] == 1.0e9
+    assert found["tried"][0]["reasons"][0].startswith("run failed: flow 0: iperf3 reported")
+    assert calls.count(3.6e9) == 1  # not retried as host trouble

@@ -62,13 +62,23 @@ def test_wire_sized_frames_through_l2_switch(backend, tmp_path, variants, rate):
     assert nothing_left(run_id_of(tmp_path))
 
 
-def test_delay_line_cpu_has_no_network_softirq(backend, tmp_path, rate):
+@pytest.mark.parametrize("link", ["tbf", "tevlink"])
+def test_delay_line_cpu_has_no_network_softirq_but_the_engines_own(backend, tmp_path, rate, link, monkeypatch):
+    """The sleeping delay line shares its CPU with no network softirq. The link engine
+    (2 CPUs) processes the receivers' packets itself, inside its own sends, and nothing
+    else: not the senders', not the switch's, not the iperf3 ends."""
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one CPU: nothing to place")
+    monkeypatch.setenv("TCPEVAL_LINK", link)
     cond = adhoc_condition(["cubic"], 6.2, 0.0, 1.0, impl="native", rate_bps=rate, seed=2)
     record = backend.run(cond, tmp_path)
     place = record["mechanisms"]["placement"]
     line = place["line"]
     assert line is not None and record["mechanisms"]["delay_detail"].get("cpu", line) == line
-    steered = {int(mask, 16).bit_length() - 1 for mask in place["rps_masks"].values()}
-    assert steered and line not in steered, place
+    on_line = {dev for dev, mask in place["rps_masks"].items() if int(mask, 16).bit_length() - 1 == line}
+    assert place["rps_masks"], place
+    if link == "tevlink" and os.cpu_count() == 2:
+        assert on_line == {dev for dev in place["rps_masks"] if dev.startswith("r")}, place
+        assert line not in place["sender_apps"] + place["receiver_apps"], place
+    else:
+        assert not on_line, place

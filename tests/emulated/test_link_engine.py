@@ -14,7 +14,9 @@ pytestmark = pytest.mark.root
 
 def test_the_link_engine_carries_its_rate_and_queues_at_most_its_buffer(backend, rate, tmp_path, monkeypatch):
     monkeypatch.setenv("TCPEVAL_LINK", "tevlink")
-    buffer = 64 * 1024
+    # a buffer of one BDP or more: Reno's halved window still fills the link (with half a
+    # BDP it idles part of the time: 0.94 of the rate at 0.5 Gbps, 2 ms)
+    buffer = max(64 * 1024, int(1.1 * rate * 0.002 / 8))
     cond = adhoc_condition(["reno"], 2.0, 0.0, 4.0, impl="native", rate_bps=rate, buffer_bytes=buffer, seed=5)
     rec = backend.run(cond, tmp_path)
     assert rec["mechanisms"]["rate"] == "tevlink"

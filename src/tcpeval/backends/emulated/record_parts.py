@@ -17,8 +17,8 @@ HOST_SYSCTLS = ["net.core.rmem_max", "net.core.wmem_max", "net.core.netdev_max_b
                 "net.core.default_qdisc"]
 SWITCH_SYSCTLS = ["net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter",
                   "net.bridge.bridge-nf-call-iptables"]
-CALIBRATION_FIELDS = ("measured_at", "host_capacity_bps", "faithful_rate_bps", "default_rate_bps", "points",
-                      "loadavg_before", "loadavg_after")
+CALIBRATION_FIELDS = ("measured_at", "host_capacity_bps", "faithful_rate_bps", "default_rate_bps", "link",
+                      "links", "faithful_by_link_bps", "points", "loadavg_before", "loadavg_after")
 
 
 def tool_versions() -> dict:
