@@ -180,3 +180,12 @@ def test_a_run_the_host_cannot_finish_counts_as_not_faithful(tmp_path):
     assert found["rate_bps"] == 1.0e9
     assert found["tried"][0]["reasons"][0].startswith("run failed: flow 0: iperf3 reported")
     assert calls.count(3.6e9) == 1  # not retried as host trouble
+
+
+def test_the_eta_weighs_each_run_by_its_length():
+    lines, setup = [], calibrate.RUN_SETUP_S
+    progress = calibrate.Progress(3, 2 * (4.0 + setup) + (40.0 + setup), lines.append)
+    progress.t0 -= 60  # a minute spent on the first short run
+    progress.tick("short", 4.0)
+    # 8 of 60 s of the expected work took a minute: 6.5 minutes to go, not 2 (runs alone)
+    assert "[1/~3 runs" in lines[-1] and ("ETA 6 min" in lines[-1] or "ETA 7 min" in lines[-1]), lines[-1]

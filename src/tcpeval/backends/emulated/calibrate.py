@@ -212,20 +212,25 @@ def failed_record(err: Exception) -> dict:
 
 
 class Progress:
-    """Runs done of those expected, and the ETA from the mean run time so far."""
+    """Runs done of those expected, and the ETA: the time spent so far scaled by the share
+    of the expected work done, each run weighted by its length plus RUN_SETUP_S (runs at
+    a long RTT last longer: counting runs alone, the ETA said 9 min of 15)."""
 
-    def __init__(self, expected: int, log):
-        self.expected, self.log, self.done, self.t0 = expected, log, 0, time.monotonic()
+    def __init__(self, expected_runs: int, expected_s: float, log):
+        self.expected, self.expected_s, self.log = expected_runs, expected_s, log
+        self.done, self.done_s, self.t0 = 0, 0.0, time.monotonic()
 
-    def tick(self, what: str) -> None:
+    def tick(self, what: str, run_s: float) -> None:
         self.done += 1
+        self.done_s += run_s + RUN_SETUP_S
         spent = time.monotonic() - self.t0
-        left = max(0, self.expected - self.done) * spent / self.done
+        left = max(0.0, self.expected_s - self.done_s) * spent / self.done_s
         self.log(f"calibration: {what} [{self.done}/~{self.expected} runs, {spent / 60:.1f} min, "
                  f"ETA {left / 60:.0f} min]")
 
 
-SEARCH_RUNS = 6  # a bisection from the top on the 0.1 Gbps grid takes about this many
+SEARCH_RUNS = 6   # a bisection from the top on the 0.1 Gbps grid takes about this many
+RUN_SETUP_S = 4.0  # a calibration run's set-up and teardown, for the ETA
 
 
 def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: tuple = LINKS,
@@ -238,17 +243,20 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
     points = []
     load_before = os.getloadavg()[0]
     todo = grid(design)
-    progress = Progress(len(todo) * (1 + SEARCH_RUNS * len(links)), log)
+    per_point = 1 + SEARCH_RUNS * len(links)
+    progress = Progress(len(todo) * per_point, sum(per_point * (run_duration_s(duration_s, rtt) + RUN_SETUP_S)
+                                                   for _, rtt in todo), log)
 
     def counted(*args):
         try:
             rec = executor(*args)
         except BackendError:
-            progress.tick(f"{args[5] if len(args) > 5 else 'unshaped'} {args[3]} flow(s) {args[0]} ms: failed")
+            progress.tick(f"{args[5] if len(args) > 5 else 'unshaped'} {args[3]} flow(s) {args[0]} ms: failed",
+                          args[1])
             raise
         rate, link = args[4] if len(args) > 4 else None, args[5] if len(args) > 5 else None
         progress.tick(f"{link or 'unshaped'} {args[3]} flow(s) {args[0]} ms"
-                      + (f" {rate / 1e9:.1f} Gbps" if rate else "") + f": {rec['fidelity']['verdict']}")
+                      + (f" {rate / 1e9:.1f} Gbps" if rate else "") + f": {rec['fidelity']['verdict']}", args[1])
         return rec
 
     raw_most = {}  # flows -> the most an unshaped run of that many flows carried so far
