@@ -396,16 +396,25 @@ def _delay_line_reasons(delay_stats: dict | None, k: int) -> list[str]:
     reasons = []
     if delay_stats.get("ring_drops", 0) > 0:
         reasons.append(f"delay line: {delay_stats['ring_drops']} frames lost in its rings")
-    total = delay_stats.get("forwarded", 0)
-    late = late_frames(delay_stats, k)
+    return reasons + _lateness_reasons("delay line: {n}/{total} frames left more than {ms} ms late",
+                                       "delay line: {n}/{total} frames held back {ms} ms or more",
+                                       delay_stats, delay_stats.get("forwarded", 0),
+                                       late_frames(delay_stats, k), k)
+
+
+def _lateness_reasons(late_text: str, held_text: str, stats: dict, total: int, late: int | None,
+                      k: int, late_note: str = "") -> list[str]:
+    """The delay line's lateness limits (LATE_* x the dilation) on a count of frames sent,
+    of which `late` left more than LATE_MAX_MS late; stats["late_ge_ms"] has the count
+    held back LATE_HARD_MS or more. The texts get n, total and ms filled in."""
+    reasons = []
     virtual = f" physical, {k} x the virtual limit" if k > 1 else ""
-    if total and late / total > LATE_SHARE_MAX:
-        reasons.append(f"delay line: {late}/{total} frames left more than "
-                       f"{_ms_key(LATE_MAX_MS * k)} ms late{virtual}")
-    held = (delay_stats.get("late_ge_ms") or {}).get(_ms_key(LATE_HARD_MS * k))
+    if total and late is not None and late / total > LATE_SHARE_MAX:
+        reasons.append(late_text.format(n=late, total=total, ms=_ms_key(LATE_MAX_MS * k)) + virtual + late_note)
+    held = (stats.get("late_ge_ms") or {}).get(_ms_key(LATE_HARD_MS * k))
     if total and held is not None and held / total > LATE_HARD_SHARE_MAX:
-        reasons.append(f"delay line: {held}/{total} frames held back {_ms_key(LATE_HARD_MS * k)} "
-                       f"ms or more{virtual} (max {delay_stats.get('max_late_ns', 0) / 1e6:.3g} ms)")
+        reasons.append(held_text.format(n=held, total=total, ms=_ms_key(LATE_HARD_MS * k)) + virtual
+                       + f" (max {stats.get('max_late_ns', 0) / 1e6:.3g} ms)")
     return reasons
 
 
@@ -418,17 +427,11 @@ def _link_reasons(link: dict | None, k: int) -> list[str]:
     if link.get("ring_drops", 0) > 0 or link.get("send_errors", 0) > 0:
         reasons.append(f"link: {link.get('ring_drops', 0)} data frames lost in the engine's rings, "
                        f"{link.get('send_errors', 0)} not sent")
-    total = link.get("sent", 0)
-    virtual = f" physical, {k} x the virtual limit" if k > 1 else ""
     late = (link.get("late_ge_ms") or {}).get(_ms_key(LATE_MAX_MS * k))
-    if total and late is not None and late / total > LATE_SHARE_MAX:
-        reasons.append(f"link: {late}/{total} data frames left more than {_ms_key(LATE_MAX_MS * k)} ms "
-                       f"after their scheduled departure{virtual} (p99.9 {link.get('late_us_p999')} us)")
-    held = (link.get("late_ge_ms") or {}).get(_ms_key(LATE_HARD_MS * k))
-    if total and held is not None and held / total > LATE_HARD_SHARE_MAX:
-        reasons.append(f"link: {held}/{total} data frames held back {_ms_key(LATE_HARD_MS * k)} ms or more"
-                       f"{virtual} (max {link.get('max_late_ns', 0) / 1e6:.3g} ms)")
-    return reasons
+    return reasons + _lateness_reasons(
+        "link: {n}/{total} data frames left more than {ms} ms after their scheduled departure",
+        "link: {n}/{total} data frames held back {ms} ms or more", link, link.get("sent", 0), late, k,
+        late_note=f" (p99.9 {link.get('late_us_p999')} us)")
 
 
 def late_frames(stats: dict, dilation: int = 1) -> int:

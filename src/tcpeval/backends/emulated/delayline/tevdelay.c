@@ -181,7 +181,8 @@ struct link {
 	uint64_t held_count[MAX_HELD];
 };
 
-/* a frame's wall-clock arrival (the tap's stamp), corrected as for the ACK rings */
+/* A frame's wall-clock arrival, the tap's stamp. One that is not a wall-clock stamp (e.g.
+ * a mono delivery time) is converted, or replaced by now, and written back: once per frame. */
 static int64_t frame_time(struct tpacket2_hdr *h, int64_t real, uint64_t *fallbacks)
 {
 	int64_t ts = (int64_t)h->tp_sec * 1000000000LL + h->tp_nsec;
@@ -193,6 +194,8 @@ static int64_t frame_time(struct tpacket2_hdr *h, int64_t real, uint64_t *fallba
 			ts = real;
 			(*fallbacks)++;
 		}
+		h->tp_sec = (uint32_t)(ts / 1000000000LL);
+		h->tp_nsec = (uint32_t)(ts % 1000000000LL);
 	}
 	return ts;
 }
@@ -581,18 +584,7 @@ static int cmd_line(int argc, char **argv)
 				if (ts > real)
 					ts_future++;
 			}
-			if (ts < real - 10000000000LL || ts > real + 1000000000LL) {
-				/* not a wall-clock stamp (e.g. a mono delivery time): convert */
-				int64_t mono = now_ns(CLOCK_MONOTONIC);
-				if (ts > mono - 10000000000LL && ts <= mono + 1000000000LL)
-					ts += real - mono;
-				else {
-					ts = real;
-					ts_fallback++;
-				}
-				h->tp_sec = (uint32_t)(ts / 1000000000LL);
-				h->tp_nsec = (uint32_t)(ts % 1000000000LL);
-			}
+			ts = frame_time(h, real, &ts_fallback);
 			if (ts < best_ts) {
 				best_ts = ts;
 				best = i;
