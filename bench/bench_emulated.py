@@ -80,17 +80,10 @@ def campaign_cost(cal: dict, link: str | None) -> dict:
     """Factors and wall time of the paper campaign on this host, with one mechanism (or,
     link None, each run's best)."""
     from tcpeval.backends import planning
-    from tcpeval.backends.emulated import calibrate
-    design = spec.load_design()
-    runs = spec.expand(design, "paper")
-    factors, wall = Counter(), 0.0
-    for cond in runs:
-        rate = cond.rate_bps if cond.rate_bps is not None else cal["default_rate_bps"]
-        k, _, _ = calibrate.choose(cal, flows=len(cond.flows), rtt_ms=cond.rtt_ms, rate_bps=rate,
-                                   setting=cond.dilation, link=link)
-        factors[k] += 1
-        wall += cond.duration_s * k + planning.RUN_OVERHEAD_S
-    return {"factors": dict(sorted(factors.items())), "wall_days": wall / 86400}
+    ceil = planning.Ceiling(cal["faithful_rate_bps"], cal["default_rate_bps"], "bench", calibration=cal, link=link)
+    plans = [planning.plan_run(cond, ceil) for cond in spec.expand(spec.load_design(), "paper")]
+    return {"factors": dict(sorted(Counter(p.factor for p in plans).items())),
+            "wall_days": sum(p.wall_s for p in plans) / 86400}
 
 
 def main(argv=None) -> int:

@@ -23,6 +23,7 @@ class Ceiling:
     default_rate_bps: float | None
     source: str
     calibration: dict | None = None
+    link: str | None = None  # with a calibration: plan every run on this link mechanism
 
 
 def given_ceiling(rate: str | float) -> Ceiling:
@@ -74,23 +75,14 @@ def plan_run(cond, ceil: Ceiling) -> RunPlan:
     rate = cond.rate_bps if cond.rate_bps is not None else ceil.default_rate_bps
     try:
         if ceil.calibration:
-            k = _envelope_factor(cond, rate, ceil.calibration)
+            # here, not at the top: planning a testbed campaign needs nothing of the emulator
+            from tcpeval.backends.emulated import calibrate
+            k = calibrate.factor_for(ceil.calibration, cond, rate, ceil.link)[0]
         else:
             k = dilation.factor_for(cond, rate, ceil.rate_bps) if ceil.rate_bps else 1
     except dilation.DilationError as err:  # as the emulated backend would refuse it
         return RunPlan(None, cond.duration_s, 0.0, str(err))
     return RunPlan(k, cond.duration_s, _wall_s(cond, k))
-
-
-def _envelope_factor(cond, rate: float | None, cal: dict) -> int:
-    """The factor the emulated backend gives a run with this host's calibration
-    (backends/emulated/plan.py does the same)."""
-    from tcpeval.backends.emulated import bottleneck, calibrate
-    flows = len(cond.flows)
-    k, link, _ = calibrate.choose(cal, flows=flows, rtt_ms=cond.rtt_ms, rate_bps=rate,
-                                  setting=cond.dilation, link=bottleneck.forced_link())
-    dilation.factor_for(cond, rate, lambda kk: calibrate.envelope_rate(cal, link, flows, cond.rtt_ms * kk))
-    return k
 
 
 def _wall_s(cond, k: int) -> float:

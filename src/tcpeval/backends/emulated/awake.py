@@ -58,7 +58,7 @@ def all_cpus() -> list[int]:
 class KeepAwake:
     def __init__(self, tevdelay: Path, cpus: list[int] | None = None):
         self.tevdelay = tevdelay
-        self.cpus = sorted(os.sched_getaffinity(0)) if cpus is None else list(cpus)
+        self.cpus = all_cpus() if cpus is None else list(cpus)
         self.procs: list[subprocess.Popen] = []
         self.cpu_cgroup: str | None = None  # where the loops run (cpu controller)
 

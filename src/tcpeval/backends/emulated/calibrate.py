@@ -43,7 +43,7 @@ from pathlib import Path
 from tcpeval import dilation
 from tcpeval.backends import fidelity
 from tcpeval.backends.base import BackendError
-from tcpeval.backends.emulated.bottleneck import LINKS
+from tcpeval.backends.emulated.bottleneck import LINKS, forced_link
 from tcpeval.backends.emulated.topology import MSS_BYTES, WIRE_FRAME_BYTES
 from tcpeval.spec import load_design
 
@@ -247,16 +247,14 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
     progress = Progress(len(todo) * per_point, sum(per_point * (run_duration_s(duration_s, rtt) + RUN_SETUP_S)
                                                    for _, rtt in todo), log)
 
-    def counted(*args):
+    def counted(rtt_ms, dur, run_dir, flows, rate_bps=None, link=None):
+        what = f"{link or 'unshaped'} {flows} flow(s) {rtt_ms} ms" + (f" {rate_bps / 1e9:.1f} Gbps" if rate_bps else "")
         try:
-            rec = executor(*args)
+            rec = executor(rtt_ms, dur, run_dir, flows, rate_bps, link)
         except BackendError:
-            progress.tick(f"{args[5] if len(args) > 5 else 'unshaped'} {args[3]} flow(s) {args[0]} ms: failed",
-                          args[1])
+            progress.tick(f"{what}: failed", dur)
             raise
-        rate, link = args[4] if len(args) > 4 else None, args[5] if len(args) > 5 else None
-        progress.tick(f"{link or 'unshaped'} {args[3]} flow(s) {args[0]} ms"
-                      + (f" {rate / 1e9:.1f} Gbps" if rate else "") + f": {rec['fidelity']['verdict']}", args[1])
+        progress.tick(f"{what}: {rec['fidelity']['verdict']}", dur)
         return rec
 
     raw_most = {}  # flows -> the most an unshaped run of that many flows carried so far
@@ -330,23 +328,32 @@ def choose(cal: dict, *, flows: int, rtt_ms: float, rate_bps: float | None, sett
     """(k, link, what that link carries faithfully at k x rtt_ms) for a run: the mechanism
     with the smallest factor (a tie: the one with more headroom), or ``link`` if given.
     Raises dilation.DilationError as dilation.choose does."""
-    candidates = [link] if link else list(cal.get("links") or LINKS)
-    best = None
-    for name in candidates:
+    best, refused = None, None
+    for name in [link] if link else list(cal.get("links") or LINKS):
         def faithful_at(k, name=name):
             return envelope_rate(cal, name, flows, rtt_ms * k)
         try:
             k = dilation.choose(setting, rate_bps, faithful_at)
-        except dilation.DilationError:
-            if link or (best is None and name == candidates[-1]):
-                raise
+        except dilation.DilationError as err:
+            refused = err
             continue
         cap = faithful_at(k)
         if best is None or (k, -cap) < (best[0], -best[2]):
             best = (k, name, cap)
     if best is None:
-        raise dilation.DilationError(f"dilation: no link mechanism carries {rate_bps / 1e9:.3g} Gbps here")
+        raise refused
     return best
+
+
+def factor_for(cal: dict, condition, rate_bps: float | None, link: str | None = None) -> tuple[int, str, float]:
+    """choose() for a condition, as a run gets it: the mechanism ``link``, else
+    $TCPEVAL_LINK, else the best; refused (dilation.DilationError) where the condition
+    cannot run so, as dilation.factor_for refuses native flows that would need k > 1."""
+    flows = len(condition.flows)
+    k, link, cap = choose(cal, flows=flows, rtt_ms=condition.rtt_ms, rate_bps=rate_bps,
+                          setting=condition.dilation, link=link or forced_link())
+    dilation.factor_for(condition, rate_bps, lambda kk: envelope_rate(cal, link, flows, condition.rtt_ms * kk))
+    return k, link, cap
 
 
 # The default rate's share of the lowest faithful rate: calibration judges native CUBIC

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from tcpeval import dilation as dilation_mod
 from tcpeval.backends import common
 from tcpeval.backends.base import BackendError
-from tcpeval.backends.emulated import bottleneck, calibrate, host
+from tcpeval.backends.emulated import calibrate, host
 
 MAX_FLOWS = host.MAX_PAIRS  # sender/receiver pairs of the dumbbell (parallel-flow designs: 10)
 MIN_BUFFER_BYTES = 64 * 1024
@@ -91,11 +91,7 @@ def for_condition(condition, cal: dict, log) -> Plan:
     # the link mechanism and factor from the host's faithful envelope (calibrate.py):
     # the smallest k with rate / k inside it at the physical RTT k x RTT
     try:
-        k, link, capacity = calibrate.choose(cal, flows=len(condition.flows), rtt_ms=condition.rtt_ms,
-                                             rate_bps=rate, setting=condition.dilation,
-                                             link=bottleneck.forced_link())
-        dilation_mod.factor_for(condition, rate, lambda kk: calibrate.envelope_rate(
-            cal, link, len(condition.flows), condition.rtt_ms * kk))  # refuses native flows at k > 1
+        k, link, capacity = calibrate.factor_for(cal, condition, rate)
     except dilation_mod.DilationError as err:
         raise BackendError(f"condition.{err}") from None
     if k > 1:

@@ -68,7 +68,7 @@ def throughput(run) -> tuple[float, float]:
     return achieved, 8.0 * late_bytes / (plan.duration_s - half)
 
 
-def link_steady(edges: list, t0: float, duration_s: float) -> dict | None:
+def link_steady(edges: list, t0: float) -> dict | None:
     """What the bottleneck sent in the run's second half, from its own byte counts read at
     both edges (runner: at half the duration and at its end): wire bytes, the span between
     the two reads, and the rate. None without both reads (unshaped)."""

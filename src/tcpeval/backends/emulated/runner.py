@@ -290,11 +290,11 @@ class EmulatedBackend:
         run.place["rps_masks"] = topo.apply_placement(run.place)
         # the engine's CPU runs nothing else: a runnable loop there, even SCHED_IDLE, is
         # what the kernel's fair server gives time to by stopping the engine
-        cpus = [c for c in awake.all_cpus() if not (engine and c == run.place["line"])]
+        own = awake.all_cpus()
+        cpus = [c for c in own if not (engine and c == run.place["line"])]
         if engine and cpus:
             # nor this process and what it starts (ss, tc, iperf3): a task that wakes there
             # waits behind the engine until the fair server stops it (50 ms)
-            own = awake.all_cpus()
             os.sched_setaffinity(0, cpus)
             stack.callback(os.sched_setaffinity, 0, own)
         run.keep_awake = awake.KeepAwake(run.art.tevdelay, cpus)
@@ -349,7 +349,7 @@ class EmulatedBackend:
 
         traffic.drive(run.flows, topo, run.delayer, run.t0, plan, log, midway=midway,
                       at_end=lambda: edges.append(self._link_counters(run)))
-        run.link_steady = record_parts.link_steady(edges, run.t0, plan.duration_s)
+        run.link_steady = record_parts.link_steady(edges, run.t0)
         run.traffic_s = time.monotonic() - run.t0
         run.drop.disable()
         run.after = HostCounters.read(topo, run.keep_awake)

@@ -176,8 +176,8 @@ struct link {
 	int64_t max_backlog, max_late;
 	uint64_t late_hist[LATE_US + 1];
 	int nheld; /* the delay line's "held back" thresholds, counted for the data too */
-	int64_t held_ns[MAX_HELD];
-	double held_ms[MAX_HELD];
+	const int64_t *held_ns;
+	const double *held_ms;
 	uint64_t held_count[MAX_HELD];
 };
 
@@ -210,6 +210,52 @@ static struct route *route_for(struct route *routes, int n, const uint8_t *eth, 
 		if (routes[k].ip == dip)
 			return &routes[k];
 	return NULL;
+}
+
+/* One frame of a sendmmsg batch, readdressed to the next hop of its route: the MACs, the
+ * segment mark, and the message (the bytes from base, len of them: with a virtio-net
+ * header before the frame where its socket has them). */
+static void address_frame(struct route *rt, uint8_t *eth, void *base, size_t len, struct sockaddr_ll *addr,
+			  struct iovec *iov, struct mmsghdr *msg)
+{
+	memcpy(eth, rt->dst, 6);
+	memcpy(eth + 6, rt->src, 6);
+	mark_segment(eth + 14);
+	*addr = (struct sockaddr_ll){.sll_family = AF_PACKET, .sll_ifindex = rt->ifindex, .sll_halen = 6};
+	memcpy(addr->sll_addr, rt->dst, 6);
+	*iov = (struct iovec){.iov_base = base, .iov_len = len};
+	*msg = (struct mmsghdr){.msg_hdr = {.msg_name = addr, .msg_namelen = sizeof(*addr), .msg_iov = iov,
+					    .msg_iovlen = 1}};
+}
+
+/* Send a batch; returns how many went out, the rest counted in *errors. */
+static int send_batch(int fd, struct mmsghdr *msgs, int nb, uint64_t *errors)
+{
+	int sent = 0;
+	while (sent < nb) {
+		int n = sendmmsg(fd, msgs + sent, (unsigned)(nb - sent), 0);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			*errors += (uint64_t)(nb - sent);
+			break;
+		}
+		sent += n;
+	}
+	return sent;
+}
+
+/* Frames the kernel could not put into these rings (full) */
+static uint64_t ring_drops(struct ring *rings, int n)
+{
+	uint64_t drops = 0;
+	for (int i = 0; i < n; i++) {
+		struct tpacket_stats st;
+		socklen_t len = sizeof(st);
+		if (!getsockopt(rings[i].fd, SOL_PACKET, PACKET_STATISTICS, &st, &len))
+			drops += st.tp_drops;
+	}
+	return drops;
 }
 
 /* Admit what has arrived, in arrival order across the data rings: a departure, or a drop
@@ -269,61 +315,39 @@ static int link_admit(struct link *L, int64_t real)
 	}
 }
 
-/* Send every frame whose departure has come (sendmmsg batches of BATCH). */
+/* Send the frames whose departure has come, one batch (at most BATCH) per call: the ACKs
+ * due meanwhile go next, so neither direction starves. Returns how many it sent. */
 static int link_release(struct link *L, int64_t real)
 {
 	struct mmsghdr msgs[BATCH];
 	struct iovec iovs[BATCH];
 	struct sockaddr_ll addrs[BATCH];
-	int done = 0;
 	double now = (double)(real - L->epoch);
-	while (L->head != L->tail && L->fifo[L->head & (LINK_FIFO - 1)].depart <= now) {
-		int nb = 0;
-		unsigned first = L->head;
-		while (nb < BATCH && L->head != L->tail && L->fifo[L->head & (LINK_FIFO - 1)].depart <= now) {
-			struct pending *p = &L->fifo[L->head++ & (LINK_FIFO - 1)];
-			int64_t late = (int64_t)(now - p->depart);
-			if (late > L->max_late)
-				L->max_late = late;
-			L->late_hist[late / 1000 < LATE_US ? late / 1000 : LATE_US]++;
-			for (int i = 0; i < L->nheld; i++)
-				L->held_count[i] += late >= L->held_ns[i];
-			uint8_t *eth = (uint8_t *)p->h + p->h->tp_mac;
-			memcpy(eth, p->rt->dst, 6);
-			memcpy(eth + 6, p->rt->src, 6);
-			mark_segment(eth + 14);
-			addrs[nb] = (struct sockaddr_ll){.sll_family = AF_PACKET, .sll_ifindex = p->rt->ifindex,
-							 .sll_halen = 6};
-			memcpy(addrs[nb].sll_addr, p->rt->dst, 6);
-			iovs[nb] = (struct iovec){.iov_base = eth - sizeof(struct virtio_net_hdr),
-						  .iov_len = p->h->tp_snaplen + sizeof(struct virtio_net_hdr)};
-			msgs[nb] = (struct mmsghdr){.msg_hdr = {.msg_name = &addrs[nb], .msg_namelen = sizeof(addrs[nb]),
-								.msg_iov = &iovs[nb], .msg_iovlen = 1}};
-			nb++;
-		}
-		int sent = 0;
-		while (sent < nb) {
-			int n = sendmmsg(L->out, msgs + sent, (unsigned)(nb - sent), 0);
-			if (n <= 0) {
-				if (n < 0 && errno == EINTR)
-					continue;
-				L->send_err += (uint64_t)(nb - sent);
-				break;
-			}
-			sent += n;
-		}
-		for (int k = 0; k < nb; k++) {
-			struct pending *p = &L->fifo[(first + (unsigned)k) & (LINK_FIFO - 1)];
-			if (k < sent) {
-				L->sent++;
-				L->sent_bytes += p->h->tp_len;
-			}
-			__atomic_store_n(&p->h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-		}
-		done += nb;
-		break; /* one batch, then the ACKs due meanwhile: neither direction starves */
+	unsigned first = L->head;
+	int nb = 0;
+	while (nb < BATCH && L->head != L->tail && L->fifo[L->head & (LINK_FIFO - 1)].depart <= now) {
+		struct pending *p = &L->fifo[L->head++ & (LINK_FIFO - 1)];
+		int64_t late = (int64_t)(now - p->depart);
+		if (late > L->max_late)
+			L->max_late = late;
+		L->late_hist[late / 1000 < LATE_US ? late / 1000 : LATE_US]++;
+		for (int i = 0; i < L->nheld; i++)
+			L->held_count[i] += late >= L->held_ns[i];
+		uint8_t *eth = (uint8_t *)p->h + p->h->tp_mac;
+		address_frame(p->rt, eth, eth - sizeof(struct virtio_net_hdr),
+			      p->h->tp_snaplen + sizeof(struct virtio_net_hdr), &addrs[nb], &iovs[nb], &msgs[nb]);
+		nb++;
 	}
-	return done;
+	int sent = send_batch(L->out, msgs, nb, &L->send_err);
+	for (int k = 0; k < nb; k++) {
+		struct pending *p = &L->fifo[(first + (unsigned)k) & (LINK_FIFO - 1)];
+		if (k < sent) {
+			L->sent++;
+			L->sent_bytes += p->h->tp_len;
+		}
+		__atomic_store_n(&p->h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+	}
+	return nb;
 }
 
 static double late_quantile_us(const struct link *L, double q)
@@ -343,13 +367,6 @@ static double late_quantile_us(const struct link *L, double q)
 
 static void link_stats(FILE *f, struct link *L)
 {
-	uint64_t ring_drops = 0;
-	for (int i = 0; i < L->nin; i++) {
-		struct tpacket_stats st;
-		socklen_t len = sizeof(st);
-		if (!getsockopt(L->rings[i].fd, SOL_PACKET, PACKET_STATISTICS, &st, &len))
-			ring_drops += st.tp_drops;
-	}
 	fprintf(f,
 		",\"link\":{\"rate_bps\":%.0f,\"buffer_bytes\":%" PRId64 ",\"admitted\":%" PRIu64
 		",\"admitted_bytes\":%" PRIu64 ",\"sent\":%" PRIu64 ",\"sent_bytes\":%" PRIu64
@@ -359,7 +376,7 @@ static void link_stats(FILE *f, struct link *L)
 		",\"max_late_ns\":%" PRId64 ",\"idle_ns\":%" PRIu64 ",\"late_us_p50\":%g,\"late_us_p99\":%g,\"late_us_p999\":%g"
 		",\"late_us_histogram\":{",
 		L->rate_bps, L->buffer_bytes, L->admitted, L->admitted_bytes, L->sent, L->sent_bytes,
-		L->tail_drops, L->tail_drop_bytes, L->fifo_full, ring_drops, L->nin ? L->rings[0].frames : 0,
+		L->tail_drops, L->tail_drop_bytes, L->fifo_full, ring_drops(L->rings, L->nin), L->nin ? L->rings[0].frames : 0,
 		L->no_route, L->non_ip, L->send_err, L->ts_fallback, L->max_backlog, L->max_late, L->idle_ns,
 		late_quantile_us(L, 0.5), late_quantile_us(L, 0.99), late_quantile_us(L, 0.999));
 	int first = 1;
@@ -534,12 +551,11 @@ static int cmd_line(int argc, char **argv)
 	uint64_t hist[8] = {0}; /* lateness: <Q/2, <Q, <2Q, <5Q, <10Q, <100Q, >=100Q, early */
 	uint64_t held_count[MAX_HELD] = {0}; /* frames late by >= held_ms[i] */
 	int64_t held_ns[MAX_HELD];
-	for (int i = 0; i < nheld; i++) {
+	for (int i = 0; i < nheld; i++)
 		held_ns[i] = (int64_t)(held_ms[i] * 1e6 + 0.5);
-		L.held_ns[i] = held_ns[i];
-		L.held_ms[i] = held_ms[i];
-	}
 	L.nheld = nheld;
+	L.held_ns = held_ns;
+	L.held_ms = held_ms;
 	int64_t half = quantum / 2;
 	struct pollfd pfds[MAX_IN];
 	for (int i = 0; i < nin; i++)
@@ -609,52 +625,24 @@ static int cmd_line(int argc, char **argv)
 				late++;
 			for (int i = 0; i < nheld; i++)
 				held_count[i] += err >= held_ns[i];
-			uint32_t dip;
-			struct route *rt = NULL;
 			if (h->tp_snaplen >= 34 && (eth[12] != 0x08 || eth[13] != 0x00)) {
 				/* not IPv4 (ARP...): the kernel kept its own copy, nothing to do */
 				non_ip++;
 				__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
 				continue;
 			}
-			if (h->tp_snaplen >= 34 && h->tp_snaplen == h->tp_len) {
-				memcpy(&dip, eth + 30, 4);
-				for (int k = 0; k < nroutes; k++)
-					if (routes[k].ip == dip)
-						rt = &routes[k];
-			}
+			struct route *rt = route_for(routes, nroutes, eth, h->tp_snaplen, h->tp_len);
 			if (!rt) {
 				no_route++;
 				__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
 				continue;
 			}
-			memcpy(eth, rt->dst, 6);
-			memcpy(eth + 6, rt->src, 6);
-			mark_segment(eth + 14);
-			addrs[nb] = (struct sockaddr_ll){.sll_family = AF_PACKET,
-							 .sll_ifindex = rt->ifindex,
-							 .sll_halen = 6};
-			memcpy(addrs[nb].sll_addr, rt->dst, 6);
-			iovs[nb] = (struct iovec){.iov_base = eth, .iov_len = h->tp_snaplen};
-			msgs[nb] = (struct mmsghdr){.msg_hdr = {.msg_name = &addrs[nb],
-								.msg_namelen = sizeof(addrs[nb]),
-								.msg_iov = &iovs[nb], .msg_iovlen = 1}};
+			address_frame(rt, eth, eth, h->tp_snaplen, &addrs[nb], &iovs[nb], &msgs[nb]);
 			held[nb++] = h;
 			continue;
 		}
 		if (nb) {
-			int sent = 0;
-			while (sent < nb) {
-				int n = sendmmsg(out, msgs + sent, (unsigned)(nb - sent), 0);
-				if (n <= 0) {
-					if (n < 0 && errno == EINTR)
-						continue;
-					send_err += (uint64_t)(nb - sent); /* give the frames back anyway */
-					break;
-				}
-				sent += n;
-			}
-			forwarded += (uint64_t)sent;
+			forwarded += (uint64_t)send_batch(out, msgs, nb, &send_err); /* frames go back anyway */
 			for (int k = 0; k < nb; k++)
 				__atomic_store_n(&held[k]->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
 			nb = 0;
@@ -678,13 +666,6 @@ static int cmd_line(int argc, char **argv)
 		clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL);
 	}
 
-	uint64_t ring_drops = 0;
-	for (int i = 0; i < nin; i++) {
-		struct tpacket_stats st;
-		socklen_t len = sizeof(st);
-		if (!getsockopt(rings[i].fd, SOL_PACKET, PACKET_STATISTICS, &st, &len))
-			ring_drops += st.tp_drops;
-	}
 	FILE *f = stats_path ? fopen(stats_path, "w") : stdout;
 	if (!f)
 		die("stats file");
@@ -696,7 +677,7 @@ static int cmd_line(int argc, char **argv)
 		",\"error_histogram\":{\"lt_half_q\":%" PRIu64 ",\"lt_q\":%" PRIu64 ",\"lt_2q\":%" PRIu64
 		",\"lt_5q\":%" PRIu64 ",\"lt_10q\":%" PRIu64 ",\"lt_100q\":%" PRIu64 ",\"ge_100q\":%" PRIu64
 		",\"early\":%" PRIu64 "},\"late_ge_ms\":{",
-		delay, quantum, forwarded, no_route, non_ip, send_err, ring_drops, rings[0].frames, ts_fallback, ts_software, ts_future,
+		delay, quantum, forwarded, no_route, non_ip, send_err, ring_drops(rings, nin), rings[0].frames, ts_fallback, ts_software, ts_future,
 		late, max_late, max_early,
 		forwarded + no_route ? (double)sum_err / (double)(forwarded + no_route) : 0.0,
 		hist[0], hist[1], hist[2], hist[3], hist[4], hist[5], hist[6], hist[7]);
