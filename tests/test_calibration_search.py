@@ -189,3 +189,16 @@ def test_the_eta_weighs_each_run_by_its_length():
     progress.tick("short", 4.0)
     # 8 of 60 s of the expected work took a minute: 6.5 minutes to go, not 2 (runs alone)
     assert "[1/~3 runs" in lines[-1] and ("ETA 6 min" in lines[-1] or "ETA 7 min" in lines[-1]), lines[-1]
+
+
+def test_the_eta_expects_as_many_runs_per_point_as_the_points_so_far_took():
+    lines, setup = [], calibrate.RUN_SETUP_S
+    progress = calibrate.Progress(4, 4 * (4.0 + setup), lines.append)   # 2 points of 2 runs planned
+    progress.t0 -= 8 * (4.0 + setup)                                     # one second per second
+    for _ in range(8):                                                   # the first point took 8
+        progress.tick("run", 4.0)
+    assert "ETA 0 min" in lines[-1]                                      # the plan: nothing left
+    progress.point_done(1, [4.0])
+    progress.t0 -= 60                                                    # keep minutes readable
+    progress.tick("run", 4.0)
+    assert "[9/~16 runs" in lines[-1] and "ETA 0 min" not in lines[-1], lines[-1]

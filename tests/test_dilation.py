@@ -1,5 +1,7 @@
 """Time dilation: the factor a run gets, and a dilated trace read in virtual units."""
 import copy
+import re
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +98,104 @@ def test_sender_frames_hold_the_same_virtual_time_at_every_factor():
     # a slow bottleneck gets the pair one ACK releases anyway; a fast one a 64 KB frame
     assert segs(0.3e9) == segs(1) == 2
     assert segs(100e9) == 44
+
+
+# ---- units: one declaration per field (the trace schema's x-dilation) ----------------
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "trace-format.md"
+# the documented sections whose fields a dilated run records, and where they sit
+SECTIONS = {"## flows": ("flows", "[]"), "### flows[].samples": ("flows", "[]", "samples"),
+            "### flows[].summary": ("flows", "[]", "summary"), "## measured": ("measured",)}
+PATH_UNITS = {"s", "ms", "us", "bit/s"}  # a time or a rate: what dilation changes
+
+
+def _documented_path_fields() -> list[tuple]:
+    """Every field docs/trace-format.md documents with a time or rate unit in the flow,
+    sample, summary and measured tables, as a path (an object's own fields: the
+    backquoted ``*_s`` names of its meaning)."""
+    found, prefix = [], None
+    for line in DOC.read_text().splitlines():
+        if line.startswith("#"):
+            prefix = SECTIONS.get(line.strip())
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if prefix is None or len(cells) < 4 or not cells[0].startswith("`") or cells[2] not in PATH_UNITS:
+            continue
+        names = re.findall(r"`([a-z0-9_]+)`", cells[0])
+        if cells[1].startswith("object"):
+            inner = re.findall(r"`([a-z0-9_]+_s)`", cells[-1])
+            found += [(*prefix, names[0], n) for n in inner]
+        else:
+            found += [(*prefix, n) for n in names]
+    return found
+
+
+def test_every_time_and_rate_the_format_documents_has_a_declared_unit():
+    documented = _documented_path_fields()
+    assert ("flows", "[]", "stop_s") in documented and ("flows", "[]", "actual", "stop_s") in documented
+    assert ("measured", "rtt_ms") in documented and len(documented) >= 15
+    table = dilation.unit_table()
+    missing = [".".join(p) for p in documented if p not in table]
+    assert not missing, f"documented with a unit but no x-dilation in the trace schema: {missing}"
+
+
+@pytest.mark.parametrize("k", [3, 24])
+def test_to_virtual_converts_each_declared_field_as_the_table_says(k):
+    # a dilated record holding every field the table knows (flows as a list of one)
+    record = {"mechanisms": {"dilation": {"factor": k}}}
+    table = dilation.unit_table()
+    for path in table:
+        value = [10.0, None] if path[-2:-1] == ("samples",) else 10.0
+        node = record
+        for key, nxt in zip(path, path[1:]):
+            if key == "[]":
+                continue
+            node = node.setdefault(key, [{}] if nxt == "[]" else {})
+            if nxt == "[]":
+                node = node[0]
+        node[path[-1]] = copy.deepcopy(value)
+    virtual = dilation.to_virtual(record)
+    flow, vflow = record["flows"][0], virtual["flows"][0]
+    for path, kind in table.items():
+        src, got = (flow, vflow) if path[0] == "flows" else (record, virtual)
+        for key in path[2:] if path[0] == "flows" else path:
+            src, got = src[key], got[key]
+        want = {"time": 10.0 / k, "rate": 10.0 * k}.get(kind)
+        if want is None:
+            assert got == src, path
+        elif isinstance(got, list):
+            assert got == [pytest.approx(want), None], path
+        else:
+            assert got == pytest.approx(want), path
+
+
+def test_a_dilated_runs_stopping_flow_is_analysed_in_virtual_time():
+    # a virtual 10-s run whose second flow runs from 2.5 s to 7.5 s (staggered), recorded
+    # physically at k = 4; the analysis must see the same window as the undilated run
+    from tcpeval.analysis import extract, synthetic
+    from tcpeval.condition import Condition
+
+    base = synthetic.make_record(Condition.from_dict(_two_flow_condition()))
+    base["flows"][1]["stop_s"] = 7.5
+    base["flows"][1]["actual"] = {"start_s": 2.5, "stop_s": 7.5}
+    k = 4
+    physical = copy.deepcopy(base)
+    physical["mechanisms"]["dilation"] = {"factor": k, "setting": "auto"}
+    for path, kind in dilation.unit_table().items():
+        if kind in ("time", "rate"):
+            undo = {"time": lambda v, k: v * k, "rate": lambda v, k: v / k}[kind]
+            dilation._scale_at(physical, path, undo, k)
+    assert physical["flows"][1]["stop_s"] == 30.0
+    row, flows, _ = extract.summarise(physical)
+    want_row, want_flows, _ = extract.summarise(base)
+    assert row["disturbance_stop_s"] == pytest.approx(7.5) == pytest.approx(want_row["disturbance_stop_s"])
+    assert [f["stop_s"] for f in flows][1] == pytest.approx(7.5)
+    assert row["recovery_ratio"] == pytest.approx(want_row["recovery_ratio"], nan_ok=True)
+
+
+def _two_flow_condition() -> dict:
+    return {"backend": "emulated", "campaign": "smoke", "criterion": "staggered", "design": "paper",
+            "flows": [{"variant": "reno", "impl": "port", "start_s": 0.0},
+                      {"variant": "cubic", "impl": "port", "start_s": 2.5, "stop_s": 7.5}],
+            "rtt_ms": 10.0, "drop": 0.0, "rep": 1, "duration_s": 10.0, "interval_s": 0.5, "seed": 1,
+            "rate_bps": 1e9}

@@ -7,11 +7,12 @@ from tcpeval import mathis
 
 
 def test_model_rate_by_hand():
-    # 1448 B * 8 / 6.2 ms * sqrt(3/4) / sqrt(1e-4) = 1,868,387 b/s * 0.8660 * 100
-    assert mathis.throughput_bps(6.2, 1e-4) == pytest.approx(161.8e6, rel=1e-3)
+    # 1460 B * 8 / 6.2 ms * sqrt(3/4) / sqrt(1e-4) = 1,883,871 b/s * 0.8660 * 100
+    assert mathis.MSS_BYTES == 1460  # the paper's hosts ran without timestamps
+    assert mathis.throughput_bps(6.2, 1e-4) == pytest.approx(163.15e6, rel=1e-3)
     # without delayed ACKs (b = 1): C = sqrt(3/2)
-    assert mathis.throughput_bps(6.2, 1e-4, packets_per_ack=1) == pytest.approx(228.8e6, rel=1e-3)
-    assert mathis.throughput_bps(24.2, 1e-2) == pytest.approx(4.145e6, rel=1e-3)
+    assert mathis.throughput_bps(6.2, 1e-4, packets_per_ack=1) == pytest.approx(230.7e6, rel=1e-3)
+    assert mathis.throughput_bps(24.2, 1e-2) == pytest.approx(4.179e6, rel=1e-3)
     assert mathis.throughput_bps(1.0, 0) == math.inf
     with pytest.raises(ValueError, match="rtt_ms"):
         mathis.throughput_bps(0, 1e-3)
@@ -22,7 +23,7 @@ def test_loss_events_follow_the_model_below_the_link_and_the_link_above_it():
     assert mathis.loss_events_per_s(24.2, 1e-5, 9.5e9) == pytest.approx(
         math.sqrt(1e-5) * math.sqrt(0.75) / 0.0242, rel=1e-9)
     # 0.2 ms, 1e-5: the model (15.9 Gbps) is above a 9.5 Gbps link
-    assert mathis.loss_events_per_s(0.2, 1e-5, 9.5e9) == pytest.approx(1e-5 * 9.5e9 / (8 * 1448))
+    assert mathis.loss_events_per_s(0.2, 1e-5, 9.5e9) == pytest.approx(1e-5 * 9.5e9 / (8 * 1460))
 
 
 @pytest.mark.parametrize("rtt, p", [(24.2, 1e-5), (6.2, 1e-4), (0.2, 1e-2), (12.2, 1e-3)])

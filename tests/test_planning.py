@@ -1,5 +1,6 @@
 """What a campaign costs on a host: the factor each run gets and its wall time
 (`tcpeval plan`, `tcpeval design status`)."""
+import json
 import re
 
 import pytest
@@ -27,6 +28,25 @@ def test_without_a_calibration_or_on_the_testbed_nothing_is_dilated(design):
     run = spec.expand(design, "paper")[0]
     assert planning.plan_run(run, planning.Ceiling(None, None, "none")).factor == 1
     assert planning.ceiling("testbed").rate_bps is None
+
+
+def test_the_emulators_ceiling_is_read_without_building_anything(tmp_path, monkeypatch):
+    # a query: `tcpeval plan` on a host with neither a build nor a calibration compiles
+    # nothing; a calibration filed under the sources' hashes is found as it is
+    from tcpeval.backends.emulated import build, calibrate
+    monkeypatch.setenv("TCPEVAL_BUILD", str(tmp_path / "build"))
+    monkeypatch.setenv("TCPEVAL_CACHE", str(tmp_path / "cache"))
+    ceil = planning.ceiling("emulated")
+    assert ceil.calibration is None and "no calibration" in ceil.source
+    assert not (tmp_path / "build").exists() or not any((tmp_path / "build").iterdir())
+    key = calibrate.host_key(build.source_hashes())
+    cal = {"key": key, "measured_at": "test", "points": [], "faithful_rate_bps": 1e9,
+           "default_rate_bps": 0.8e9, "host_capacity_bps": 2e9, "link": "tevlink"}
+    calibrate.cache_path(key).parent.mkdir(parents=True)
+    calibrate.cache_path(key).write_text(json.dumps(cal))
+    ceil = planning.ceiling("emulated")
+    assert ceil.rate_bps == 1e9 and ceil.default_rate_bps == 0.8e9
+    assert not (tmp_path / "build").exists() or not any((tmp_path / "build").iterdir())
 
 
 def test_a_native_flow_that_would_need_dilation_is_reported_as_refused(design):

@@ -45,6 +45,21 @@ def test_one_run_path_is_a_target_of_its_own(tmp_path):
     assert "tcpeval run" in out and "rtt6.2/drop1e-05/rep3" in out
 
 
+def test_the_claims_declare_the_other_campaigns_tables_they_read(tmp_path):
+    # `tcpeval claims --also quick` reads quick's tables: declared inputs, so a rebuilt
+    # quick campaign rebuilds smoke's claims (where quick has no tables, none are asked for)
+    quick = tmp_path / "results" / "emulated" / "quick"
+    quick.mkdir(parents=True)
+    for name in ("runs", "flows", "samples"):
+        (quick / f"{name}.parquet").write_bytes(b"")
+    code, out = dry_run("--config", "campaign=smoke", f"raw_dir={tmp_path}/raw",
+                        f"results_dir={tmp_path}/results")
+    assert code == 0, out
+    claims = re.search(r"rule claims:\n(.*?)\n\n", out, re.S).group(1)
+    assert f"{quick}/runs.parquet" in claims and f"{quick}/samples.parquet" in claims
+    assert "validation/runs.parquet" not in claims
+
+
 def test_invalid_config_value_stops_before_any_job():
     code, out = dry_run("--config", "backend=simulated")
     assert code != 0

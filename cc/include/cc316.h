@@ -187,7 +187,7 @@ size_t cc_host_sock_size(void) { return sizeof(struct inet_connection_sock); }
 #define CC_CA_PRIV_SIZE 104
 #define CC_INFINITE_SSTHRESH 0x7fffffffU
 /* The tail of the private area belongs to the guard; a port's state must fit before it. */
-#define CC_GUARD_SIZE 12
+#define CC_GUARD_SIZE 16
 #define CC_GUARD_INIT_CWND 10 /* TCP_INIT_CWND: the window before the first hook */
 #define CC_PORT_PRIV_SIZE (CC_CA_PRIV_SIZE - CC_GUARD_SIZE)
 
@@ -443,8 +443,9 @@ CC_INLINE u32 cc316_default_undo(struct tcp_sock *tp)
  *
  * The guard notices, in the port's next hook, what the port did not see -- a window
  * reduction without its ssthresh() (tp->prior_cwnd moved), a threshold or window no
- * stack value can be (above 2^31 - 1), a window no hook of the port allowed (above the
- * bound just described), a state change without its set_state() --,
+ * stack value can be (above 2^31 - 1), a threshold above every one the port computed
+ * and every window it let pass, a window no hook of the port allowed (above the bound
+ * just described), a state change without its set_state() --,
  * repairs it as the port would have, and counts it (cc316_guard_stats, read by the
  * runner) so that the run's fidelity verdict can judge it. On a sound host every
  * counter but `reductions` stays 0 and the guard changes nothing.
@@ -452,6 +453,7 @@ CC_INLINE u32 cc316_default_undo(struct tcp_sock *tp)
 struct cc316_guard {
 	u32 prior_cwnd; /* tp->prior_cwnd when the port last saw a reduction */
 	u32 top_cwnd;   /* the window the port last saw, or its last undo returned */
+	u32 ceiling;    /* the largest window or threshold the port produced or let pass */
 	u8 state;       /* the congestion state the port last saw */
 	u8 armed;       /* set by init */
 	u8 _pad[2];
@@ -462,7 +464,7 @@ struct cc316_guard_stats {
 	cc_u64 reductions;        /* ssthresh() calls: window reductions the port made */
 	cc_u64 missed_reductions; /* reductions the stack made without the port's ssthresh() */
 	cc_u64 missed_states;     /* state changes without the port's set_state() */
-	cc_u64 foreign_ssthresh;  /* thresholds above 2^31 - 1 replaced */
+	cc_u64 foreign_ssthresh;  /* thresholds above 2^31 - 1, or above any the port allowed, replaced */
 	cc_u64 foreign_cwnd;      /* windows above 2^31 - 1, or above the bound, replaced */
 };
 #if defined(CC_TARGET_KMOD)
@@ -484,22 +486,43 @@ CC_INLINE void cc316_guard_init(struct sock *sk)
 
 	g->prior_cwnd = cc_tp(sk)->prior_cwnd;
 	g->top_cwnd = cc_max(cc_tp(sk)->snd_cwnd, CC_GUARD_INIT_CWND);
+	/* a threshold the stack cached from an earlier connection (tcp_init_metrics) */
+	g->ceiling = cc_max(g->top_cwnd, cc_tp(sk)->snd_ssthresh < CC_INFINITE_SSTHRESH
+						 ? cc_tp(sk)->snd_ssthresh : 0);
 	g->state = cc_ca_state(sk);
 	g->armed = 1;
 }
 
+/* One ACK's slow-start growth over the window the port last saw (or its undo returned). */
+CC_INLINE u32 cc316_guard_grown(struct cc316_guard *g)
+{
+	return g->top_cwnd > CC_INFINITE_SSTHRESH / 2 ? CC_INFINITE_SSTHRESH : 2 * g->top_cwnd + 2;
+}
+
+/* Whether the threshold the stack holds is one it can hold without a skipped hook: "none"
+ * (2^31 - 1), or at most the largest the port computed or the window it let grow --
+ * every other threshold the stack sets is derived from a window (tcp_current_ssthresh:
+ * the old threshold or 3/4 of the window; an undo restores such a one). A skipped
+ * ssthresh() at a reduction that began at the same window as the one before leaves
+ * tp->prior_cwnd unmoved; only its threshold then shows it. */
+CC_INLINE int cc316_guard_threshold_sound(struct cc316_guard *g, struct tcp_sock *tp)
+{
+	return tp->snd_ssthresh == CC_INFINITE_SSTHRESH ||
+	       tp->snd_ssthresh <= cc_max(g->ceiling, cc316_guard_grown(g));
+}
+
 /* The largest window the stack can hold at a port's hook without a skipped hook: one
  * ACK's slow-start growth over the window the port last saw (or its undo returned), or
- * one above the threshold -- the threshold ends a reduction (tcp_end_cwnd_reduction),
+ * one above a sound threshold -- the threshold ends a reduction (tcp_end_cwnd_reduction),
  * and 3.16 slow start stops at ssthresh + 1 however much one ACK acknowledges (after a
- * timeout, the ACK for the hole covers all the receiver held: window 1 -> ssthresh + 1). */
+ * timeout, the ACK for the hole covers all the receiver held: window 1 -> ssthresh + 1).
+ * Trusting any threshold below 2^31 here let highspeed316 reach a window of 2.9 TB. */
 CC_INLINE u32 cc316_guard_cwnd_bound(struct cc316_guard *g, struct tcp_sock *tp)
 {
-	u32 grown = g->top_cwnd > CC_INFINITE_SSTHRESH / 2 ? CC_INFINITE_SSTHRESH
-							      : 2 * g->top_cwnd + 2;
-	u32 ends = tp->snd_ssthresh < CC_INFINITE_SSTHRESH ? tp->snd_ssthresh + 1 : 0;
+	u32 ends = tp->snd_ssthresh < CC_INFINITE_SSTHRESH && cc316_guard_threshold_sound(g, tp)
+			   ? tp->snd_ssthresh + 1 : 0;
 
-	return cc_max(grown, ends);
+	return cc_max(cc316_guard_grown(g), ends);
 }
 
 CC_INLINE void cc316_guard_seen_state(struct sock *sk, struct cc316_guard *g)
@@ -529,7 +552,7 @@ CC_INLINE u32 cc316_guard_check(struct sock *sk)
 		CC_COUNT(missed_reductions);
 		g->prior_cwnd = tp->prior_cwnd;
 		missed = 1;
-	} else if (tp->snd_ssthresh > CC_INFINITE_SSTHRESH) {
+	} else if (!cc316_guard_threshold_sound(g, tp)) {
 		CC_COUNT(foreign_ssthresh);
 		missed = 1;
 	}
@@ -541,6 +564,7 @@ CC_INLINE u32 cc316_guard_check(struct sock *sk)
 		CC_SET_CWND(tp, cc_max(g->top_cwnd, 2));
 	}
 	g->top_cwnd = tp->snd_cwnd;
+	g->ceiling = cc_max(g->ceiling, tp->snd_cwnd);
 	if (!missed)
 		return 0;
 	return tp->prior_cwnd ? tp->prior_cwnd : tp->snd_cwnd;
@@ -561,6 +585,7 @@ CC_INLINE void cc316_guard_repair(struct sock *sk, u32 ssthresh)
 	if (tp->snd_ssthresh > CC_INFINITE_SSTHRESH)
 		CC_COUNT(foreign_ssthresh);
 	tp->snd_ssthresh = ssthresh;
+	cc_guard(sk)->ceiling = cc_max(cc_guard(sk)->ceiling, ssthresh);
 	if (state == TCP_CA_CWR || state == TCP_CA_Recovery)
 		CC_SET_CWND(tp, cc_min(tp->snd_cwnd, cc_max(tp->prior_cwnd, 2)));
 	else if (state != TCP_CA_Loss)
@@ -584,6 +609,7 @@ CC_INLINE u32 cc316_guard_reduction(struct sock *sk, u32 ssthresh)
 	CC_COUNT(reductions);
 	cc316_guard_seen_state(sk, g);
 	g->prior_cwnd = cc_tp(sk)->prior_cwnd;
+	g->ceiling = cc_max(g->ceiling, ssthresh);
 	return ssthresh;
 }
 
@@ -593,6 +619,7 @@ CC_INLINE u32 cc316_guard_undo(struct sock *sk, u32 cwnd)
 	struct cc316_guard *g = cc_guard(sk);
 
 	g->top_cwnd = cc_max(g->top_cwnd, cwnd);
+	g->ceiling = cc_max(g->ceiling, cwnd);
 	return cwnd;
 }
 
@@ -603,6 +630,7 @@ CC_INLINE void cc316_guard_grew(struct sock *sk)
 	struct cc316_guard *g = cc_guard(sk);
 
 	g->top_cwnd = cc_max(g->top_cwnd, cc_tp(sk)->snd_cwnd);
+	g->ceiling = cc_max(g->ceiling, g->top_cwnd);
 }
 
 /* In set_state(), after CC_GUARD: the state the stack is about to enter. */

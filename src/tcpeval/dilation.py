@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import copy
 import math
+from functools import lru_cache
+
+from tcpeval import trace
 
 MAX_FACTOR = 64
 AUTO = "auto"
@@ -88,43 +91,69 @@ def factor(record: dict) -> int:
     return int(d.get("factor") or 1)
 
 
-# Sample columns and summary fields by how they scale from physical to virtual.
-_TIME_COLUMNS = ("t_s",)
-_RATE_COLUMNS = ("throughput_bps", "sent_bps")
-_RTT_US_COLUMNS = ("rtt_us",)
+# How a field of a dilated run reads in virtual units: declared once, beside each field, in
+# the trace schema ("x-dilation"); these are the kinds that change.
+SCALES = {"time": lambda v, k: v / k, "rate": lambda v, k: v * k}
+UNIT_KINDS = (*SCALES, "physical")
+
+
+@lru_cache(maxsize=1)
+def unit_table() -> dict[tuple, str]:
+    """{path: kind} for every field the trace schema declares an x-dilation for. A path
+    is a tuple of keys, "[]" standing for every item of an array: ("flows", "[]",
+    "actual", "stop_s") -> "time"."""
+    root = trace.schema()
+    table = {}
+
+    def walk(node: dict, path: tuple) -> None:
+        if "$ref" in node:
+            node = root["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+        if "x-dilation" in node:
+            if node["x-dilation"] not in UNIT_KINDS:
+                raise ValueError(f"trace schema: x-dilation {node['x-dilation']!r} at "
+                                 f"{'.'.join(path)} is not one of {', '.join(UNIT_KINDS)}")
+            table[path] = node["x-dilation"]
+            return
+        for key, child in (node.get("properties") or {}).items():
+            walk(child, (*path, key))
+        if isinstance(node.get("items"), dict):
+            walk(node["items"], (*path, "[]"))
+
+    walk(root, ())
+    return table
+
+
+def _scale_at(node, path: tuple, scale, k: int):
+    """``node`` with the value at ``path`` scaled (numbers, or each number of a list;
+    None and absent fields stay as they are)."""
+    if not path:
+        if isinstance(node, list):
+            return [_scale_at(v, (), scale, k) for v in node]
+        if isinstance(node, (int, float)) and not isinstance(node, bool):
+            return scale(node, k)
+        return node
+    head, rest = path[0], path[1:]
+    if head == "[]":
+        if isinstance(node, list):
+            return [_scale_at(v, rest, scale, k) for v in node]
+        return node
+    if isinstance(node, dict) and head in node:
+        node[head] = _scale_at(node[head], rest, scale, k)
+    return node
 
 
 def to_virtual(record: dict) -> dict:
-    """A copy of the record in the virtual path's units (itself when k = 1): times and
-    RTTs divided by k, rates multiplied by k; bytes, windows, packets and counts unchanged.
-    The condition is already virtual; ``mechanisms.dilation.units`` says 'virtual' after."""
+    """A copy of the record in the virtual path's units (itself when k = 1): every field
+    the trace schema declares a time of the path divided by k, every rate multiplied by
+    k (``unit_table``); bytes, windows, packets, counts and the host's own figures
+    unchanged. The condition is already virtual; ``mechanisms.dilation.units`` says
+    'virtual' after."""
     k = factor(record)
     if k == 1:
         return record
     out = copy.deepcopy(record)
-    for flow in out.get("flows", []):
-        flow["start_s"] = flow["start_s"] / k
-        s = flow.get("samples") or {}
-        for name in _TIME_COLUMNS + _RTT_US_COLUMNS:
-            if isinstance(s.get(name), list):
-                s[name] = [None if v is None else v / k for v in s[name]]
-        for name in _RATE_COLUMNS:
-            if isinstance(s.get(name), list):
-                s[name] = [None if v is None else v * k for v in s[name]]
-        summ = flow.get("summary") or {}
-        for name, value in list(summ.items()):
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                continue
-            if name.endswith("_bps"):
-                summ[name] = value * k
-            elif name.endswith(("_s", "_ms", "_us")):
-                summ[name] = value / k
-    meas = out.get("measured") or {}
-    for name in ("rtt_ms", "base_rtt_ms"):
-        if isinstance(meas.get(name), (int, float)):
-            meas[name] = meas[name] / k
-    for name in ("bottleneck_rate_bps", "steady_throughput_bps", "configured_rate_bps"):
-        if isinstance(meas.get(name), (int, float)):
-            meas[name] = meas[name] * k
+    for path, kind in unit_table().items():
+        if kind in SCALES:
+            _scale_at(out, path, SCALES[kind], k)
     out["mechanisms"]["dilation"]["units"] = "virtual"
     return out

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 
-MSS_BYTES = 1448          # Ethernet MTU 1500 without timestamps, as in the paper's setup
+from tcpeval.condition import MSS_BYTES  # the paper's segment (1460: timestamps off)
+
 PACKETS_PER_ACK = 2       # delayed ACKs
 BAND = 0.4                # the acceptance band: the model +-40 %
 

@@ -27,9 +27,9 @@ from pathlib import Path, PurePosixPath
 from tcpeval import quantity
 from tcpeval.condition import BACKENDS, Condition
 from tcpeval.errors import SpecError
+from tcpeval.trace import TRACE_FILE
 
 DEFAULT_RAW_DIR = "data/raw"
-TRACE_NAME = "trace.json"
 
 GRAMMAR = ("<raw_dir>/<backend>[/<design>]/<campaign>/<criterion>/<flows>/rtt<ms>/drop<p>"
            "[/<factor><value>...]/rep<k>[/trace.json]\n"
@@ -134,14 +134,14 @@ def run_dir(condition: Condition, raw_dir: str = DEFAULT_RAW_DIR) -> str:
 
 
 def trace_path(condition: Condition, raw_dir: str = DEFAULT_RAW_DIR) -> str:
-    return f"{run_dir(condition, raw_dir)}/{TRACE_NAME}"
+    return f"{run_dir(condition, raw_dir)}/{TRACE_FILE}"
 
 
 def parse(path: str | Path, raw_dir: str = DEFAULT_RAW_DIR) -> dict:
     """Split a run path into its named parts (no design needed)."""
     text = str(PurePosixPath(str(path)))
-    if text.endswith("/" + TRACE_NAME):
-        text = text[: -len(TRACE_NAME) - 1]
+    if text.endswith("/" + TRACE_FILE):
+        text = text[: -len(TRACE_FILE) - 1]
     prefix = str(PurePosixPath(raw_dir)) + "/"
     rel = text[len(prefix):] if text.startswith(prefix) else text
     match = _RUN_RE.search(rel)

@@ -19,7 +19,7 @@ import jsonschema
 import yaml
 
 from tcpeval import dilation as dilation_mod
-from tcpeval import mathis, paths, quantity
+from tcpeval import mathis, paths, quantity, trace
 from tcpeval.condition import BACKENDS, IMPLS, UDP, VARIANT_NAME, Condition, Flow
 from tcpeval.errors import SpecError
 from tcpeval.provenance import REPO_ROOT
@@ -476,13 +476,13 @@ def resolve_path(path: str | Path, design: dict, raw_dir: str = paths.DEFAULT_RA
         raise SpecError(f"{path!s}: {err}") from None
     wanted = paths.run_dir_from_parts(parts, raw_dir)
     given = str(PurePosixPath(str(path)))
-    given = given[: -len(paths.TRACE_NAME) - 1] if given.endswith("/" + paths.TRACE_NAME) else given
+    given = given[: -len(trace.TRACE_FILE) - 1] if given.endswith("/" + trace.TRACE_FILE) else given
     if not given.endswith(wanted[len(str(PurePosixPath(raw_dir))):]):
-        raise SpecError(f"{path!s} is not in canonical form; the run is {wanted}/{paths.TRACE_NAME}")
+        raise SpecError(f"{path!s} is not in canonical form; the run is {wanted}/{trace.TRACE_FILE}")
     if wanted in index:
         return index[wanted]
     near = difflib.get_close_matches(wanted, list(index), n=1, cutoff=0.0)
-    hint = f"\nnearest valid path: {near[0]}/{paths.TRACE_NAME}" if near else ""
+    hint = f"\nnearest valid path: {near[0]}/{trace.TRACE_FILE}" if near else ""
     raise SpecError(f"{path!s} names no run of campaign {parts['campaign']!r}.\n"
                     f"grammar: {paths.GRAMMAR}{hint}")
 

@@ -32,6 +32,11 @@ class GuardStats(C.Structure):  # cc316_guard_stats in cc/include/cc316.h
                                                  "foreign_ssthresh", "foreign_cwnd")]
 
 
+class Guard(C.Structure):  # struct cc316_guard in cc/include/cc316.h: the private area's tail
+    _fields_ = [("prior_cwnd", C.c_uint32), ("top_cwnd", C.c_uint32), ("ceiling", C.c_uint32),
+                ("state", C.c_uint8), ("armed", C.c_uint8), ("_pad", C.c_uint8 * 2)]
+
+
 class AckSample(C.Structure):
     _fields_ = [("pkts_acked", C.c_uint32), ("rtt_us", C.c_int32), ("in_flight", C.c_uint32)]
 
@@ -120,6 +125,16 @@ class Sim:
         for _ in range(n):
             self.ack(pkts_per_ack, rtt_us if rtt_sample_us is None else rtt_sample_us,
                      rtt_us / n)
+
+    def guard(self) -> Guard:
+        """The port's guard record, at the end of its private area."""
+        return Guard.from_buffer(self.sk.icsk_ca_priv, C.sizeof(self.sk.icsk_ca_priv) - C.sizeof(Guard))
+
+    def allow_window(self, cwnd: int) -> None:
+        """Move the connection to ``cwnd`` as if the port had grown it there itself."""
+        self.sk.snd_cwnd = cwnd
+        g = self.guard()
+        g.top_cwnd, g.ceiling = cwnd, max(g.ceiling, cwnd)
 
     def guard_stats(self) -> dict:
         g = GuardStats.in_dll(self.lib, "cc316_guard_stats")

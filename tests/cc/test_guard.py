@@ -124,6 +124,36 @@ def test_a_window_no_hook_of_the_port_allowed_is_replaced_by_the_one_it_last_saw
     assert seen <= sim.cwnd <= seen + 2, (seen, sim.cwnd)
 
 
+PLAUSIBLE_THRESHOLD = 0x7FFFFF00  # below 2^31 - 1: a stack can hold it
+
+
+@pytest.mark.parametrize("variant", cc.VARIANTS)
+def test_a_skipped_reduction_at_the_same_window_cannot_pass_its_threshold_off_as_the_ports(host_build, variant):
+    # Two reductions at the same window leave tp->prior_cwnd where it was, so the second,
+    # whose ssthresh() the host skipped, is not seen as a reduction; its threshold is a
+    # value a stack can hold. When the reduction ends the stack sets the window to it:
+    # one above the threshold passed the bound before (highspeed316 at 0.2 ms / 1e-4,
+    # 9.5 Gbps virtual, reached a window of 2.9 TB), though no threshold the port computed
+    # or the stack derived from its windows is that large.
+    sim = Sim(host_build, variant, cwnd=300, ssthresh=100)
+    _warm(sim)
+    s = sim.sk
+    window = s.prior_cwnd = s.snd_cwnd              # an earlier reduction began at this window
+    sim.ack(1)                                      # the guard takes note of it
+    before = sim.guard_stats()
+    s.prior_cwnd = s.snd_cwnd = window              # tcp_init_cwnd_reduction at the same window
+    s.snd_ssthresh = PLAUSIBLE_THRESHOLD            # the skipped ssthresh()'s slot
+    sim.ops.set_state(sim.p, RECOVERY)              # tcp_set_ca_state, then the state
+    s.icsk_ca_state = RECOVERY
+    s.snd_cwnd = s.snd_ssthresh                     # tcp_end_cwnd_reduction: window = threshold
+    sim.ops.set_state(sim.p, OPEN)
+    s.icsk_ca_state = OPEN
+    sim.ack(1)
+    got = _delta(sim.guard_stats(), before)
+    assert got["foreign_ssthresh"] == 1, got
+    assert sim.ssthresh < PLAUSIBLE_THRESHOLD and sim.cwnd <= window, (sim.ssthresh, sim.cwnd)
+
+
 @pytest.mark.parametrize("variant", cc.VARIANTS)
 def test_an_undo_to_the_window_before_a_timeout_is_left_alone(host_build, variant):
     # a timeout left cwnd 1; a spurious-timeout undo restores what the port returns,

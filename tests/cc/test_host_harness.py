@@ -457,8 +457,7 @@ def _hybla_at(build, srtt_us, cwnd, ssthresh):
     """A Hybla connection whose handshake measured srtt_us, moved on to `cwnd` (set in the
     guard's record too: a window the port had allowed)."""
     s = Sim(build, "hybla", ssthresh=ssthresh, srtt_us=srtt_us)
-    s.sk.snd_cwnd = cwnd
-    C.c_uint32.from_buffer(s.sk.icsk_ca_priv, 92 + 4).value = cwnd  # cc316_guard.top_cwnd
+    s.allow_window(cwnd)
     return s
 
 

@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from tcpeval import paths, spec
+from tcpeval import paths, spec, trace
 
 min_version("9.0")
 
@@ -45,7 +45,7 @@ BACKEND = config["backend"]
 CAMPAIGN = config["campaign"]
 RAW_DIR = config["raw_dir"]
 RUN_DIRS = [paths.run_dir(run, RAW_DIR) for run in RUNS]
-TRACES = [f"{d}/{paths.TRACE_NAME}" for d in RUN_DIRS]
+TRACES = [f"{d}/{trace.TRACE_FILE}" for d in RUN_DIRS]
 # The paper's design keeps results/<backend>/<campaign>; any other design's results live
 # under its name, as its raw traces do (tcpeval.paths).
 DESIGN_LABEL = spec.design_label(DESIGN)
@@ -68,9 +68,20 @@ wildcard_constraints:
 RUN_PATTERN = paths.run_pattern(RAW_DIR)
 RUN_INDEX = paths.make_index(RUNS, RAW_DIR)
 NODE_CEILING = planning.node_ceiling(config["node_faithful_rate"])
+
+
 # An emulated run takes every local core (the total Snakemake was given); on a cluster,
 # where Snakemake has no total, the job owns its node instead (profile slurm: --exclusive).
-RUN_THREADS = (workflow._cores or 1) if BACKEND == "emulated" else 1
+def _local_cores():
+    """The cores Snakemake was given (workflow.cores), or 1 where it has no total (a
+    cluster profile: there the job owns its node)."""
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return 1
+
+
+RUN_THREADS = _local_cores() if BACKEND == "emulated" else 1
 TESTBED_OPT = f"--testbed {config['testbed']}" if BACKEND == "testbed" else ""
 
 
@@ -105,7 +116,7 @@ def gathered_run_dirs(wildcards=None):
     false: the missing runs are run first), or those whose trace exists (true)."""
     dirs = RUN_DIRS
     if config["allow_missing"]:
-        dirs = [d for d in RUN_DIRS if os.path.exists(f"{d}/{paths.TRACE_NAME}")]
+        dirs = [d for d in RUN_DIRS if os.path.exists(f"{d}/{trace.TRACE_FILE}")]
     return [paths.metrics_dir(d, RAW_DIR, config["results_dir"]) for d in dirs]
 
 
@@ -186,6 +197,22 @@ OTHER_CAMPAIGNS = [
     if c != CAMPAIGN and "responsiveness" in spec.criteria_of(DESIGN, c)
 ]
 VALIDATION_RESULTS = f"{config['results_dir']}/{BACKEND}/validation"
+
+
+def other_campaign_tables(wildcards):
+    """The tables `tcpeval claims --also` reads (the other campaigns' own results, beside
+    this one's), where they exist: declared, so a rebuilt one rebuilds the claims."""
+    tables = []
+    for campaign in OTHER_CAMPAIGNS:
+        results = PurePosixPath(RESULTS).parent / campaign
+        if os.path.exists(results / "runs.parquet"):
+            tables += [
+                str(results / f"{name}.parquet")
+                for name in ("runs", "flows", "samples")
+            ]
+    return tables
+
+
 # The cross-validation of time dilation (`make validate-dilation`): the full campaign's
 # tables where they exist, else the quick one's, else none (the paragraph then says so).
 DILATION_CAMPAIGNS = ("dilation", "dilation-quick")

@@ -51,6 +51,7 @@ rule claims:
         samples=TABLES["samples"],
         claims=f"{PAPER_DIR}/claims.yaml",
         design=config["design"],
+        others=other_campaign_tables,
     output:
         tex=f"{PAPER_OUT}/claims.tex",
         campaigns=f"{PAPER_OUT}/claims-campaigns.tex",

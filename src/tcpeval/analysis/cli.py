@@ -15,6 +15,7 @@ from pathlib import Path
 from tcpeval import paths, spec
 from tcpeval.analysis.metrics import DEFAULT_EPSILON, DEFAULT_LAMBDA
 from tcpeval.errors import UserError
+from tcpeval.trace import TRACE_FILE
 
 
 def per_run_dir(results_dir: str, run_id: str) -> str:
@@ -71,15 +72,15 @@ def cmd_build(args) -> int:
     raw = Path(args.raw_dir)
     out_dirs, recomputed, missing = [], 0, 0
     for run_id in expected["run"]:
-        trace = raw / run_id / "trace.json"
-        if not trace.exists():
+        trace_path = raw / run_id / TRACE_FILE
+        if not trace_path.exists():
             missing += 1
             continue
         out = Path(per_run_dir(args.results_dir, run_id))
-        fresh = (out / tidy.RUN_FILE).exists() and (out / tidy.RUN_FILE).stat().st_mtime >= trace.stat().st_mtime
+        fresh = (out / tidy.RUN_FILE).exists() and (out / tidy.RUN_FILE).stat().st_mtime >= trace_path.stat().st_mtime
         if args.force or not fresh:
             try:
-                tidy.write_run(trace, out, skip_bad=args.skip_bad, **_metric_kw(args))
+                tidy.write_run(trace_path, out, skip_bad=args.skip_bad, **_metric_kw(args))
             except extract.BadTrace as err:
                 raise UserError(str(err)) from None
             recomputed += 1

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tcpeval.condition import MSS_BYTES
+
 # Sec. V: the authors chose lambda = 0.1 and kept Li et al.'s epsilon = 0.8.
 DEFAULT_LAMBDA = 0.1
 DEFAULT_EPSILON = 0.8
@@ -153,7 +155,7 @@ def convergence(t_s: np.ndarray, nbytes: np.ndarray, end_s: float | None = None,
 # rate, recovery after a disturbance, Jain's index per grid cell and per-flow timelines.
 # --------------------------------------------------------------------------------------
 
-DEFAULT_MSS = 1460            # the paper's hosts: MTU 1500 - 20 (IP) - 20 (TCP), timestamps off
+DEFAULT_MSS = MSS_BYTES       # the paper's segment (tcpeval.condition)
 DEFAULT_RECOVERY_FRACTION = 0.9
 TIME_TOL_S = 1e-9             # end times within this of a boundary count as on it
 RATE_RTOL = 1e-9              # a rate within this (relative) of a level counts as reaching it

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
@@ -163,15 +164,14 @@ def write_traces(conditions: Iterable[Condition], raw_dir: str | Path, *, flag_e
 
 def campaign_conditions(design: dict, campaign: str, backend: str = "emulated", *,
                         duration_s: float | None = None) -> list[Condition]:
-    """A campaign's conditions, optionally shortened (keeps the relative start offsets)."""
-    from dataclasses import replace
-
+    """A campaign's conditions, optionally shortened (keeps the relative start and stop offsets)."""
     runs = spec.expand(design, campaign, backend)
     if duration_s is None:
         return runs
     out = []
     for c in runs:
         scale = duration_s / c.duration_s
-        flows = tuple(replace(f, start_s=f.start_s * scale) for f in c.flows)
+        flows = tuple(replace(f, start_s=f.start_s * scale,
+                              stop_s=f.stop_s * scale if f.stop_s is not None else None) for f in c.flows)
         out.append(replace(c, duration_s=duration_s, flows=flows))
     return out

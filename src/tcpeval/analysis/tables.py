@@ -85,12 +85,13 @@ class Dataset:
         return "; ".join(parts) if parts else "all runs of the campaign present"
 
     def _flagged(self, criterion):
-        df = self._flagged_df
+        df = self.flagged_runs
         if criterion is not None and len(df):
             df = df[df["criterion"] == criterion]
         return len(df)
 
-    _flagged_df: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the campaign's runs with verdict flagged, whether or not `runs` includes them
+    flagged_runs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _efficiency_panel_drop(design: dict) -> dict[float, float]:
@@ -120,8 +121,8 @@ def load(results: str | Path, design: dict, campaign: str, backend: str, *,
                  n_flagged_excluded=0 if include_flagged else len(flagged),
                  n_flagged_included=len(flagged) if include_flagged else 0,
                  bad=bad[["run", "error"]].to_dict("records"), missing=missing, extra=extra,
-                 results=results, efficiency_panel_drop=_efficiency_panel_drop(design))
-    ds._flagged_df = flagged
+                 results=results, efficiency_panel_drop=_efficiency_panel_drop(design),
+                 flagged_runs=flagged)
     return ds
 
 

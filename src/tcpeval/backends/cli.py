@@ -10,41 +10,38 @@ commands that use them: every `tcpeval` invocation builds all parsers.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from tcpeval import dilation, spec
+from tcpeval import dilation, quantity, spec, trace
 from tcpeval.backends import algorithms, common, get_backend, planning
 from tcpeval.backends.base import BackendError
 from tcpeval.errors import UserError
 
-_SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
-
 
 def parse_rate(text: str) -> float:
-    """'5G', '9.5gbit', '500M', '2.5e9' -> bits per second."""
-    m = re.fullmatch(r"\s*([0-9.]+(?:e[+-]?\d+)?)\s*([kmgt]?)(?:bit|bps|b)?(?:/s)?\s*", text.lower())
-    if not m:
-        raise UserError(f"--rate: {text!r} is not a rate (examples: 5G, 9.5gbit, 500M, 2.5e9)")
-    value = float(m.group(1)) * _SUFFIX[m.group(2)]
+    """--rate: '5G', '9.5gbit', '500M', '2.5e9' -> bits per second (tcpeval.quantity's
+    grammar, as in a design)."""
+    try:
+        value = quantity.rate(text, "--rate")
+    except quantity.QuantityError as err:
+        raise UserError(str(err)) from None
     if value <= 0:
         raise UserError(f"--rate: {text!r} must be > 0")
     return value
 
 
 def parse_bytes(text: str) -> int | None:
-    """'4M', '16MiB', '65536', 'bdp' (one bandwidth-delay product) -> bytes or None."""
+    """--buffer: '4M', '16MiB', '65536', or 'bdp' (one bandwidth-delay product: None) ->
+    bytes (tcpeval.quantity's grammar, as in a design)."""
     if text.strip().lower() == "bdp":
         return None
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([kmg]?)(i?)b?\s*", text.lower())
-    if not m:
-        raise UserError(f"--buffer: {text!r} is not a size (examples: 4M, 16MiB, 65536, bdp)")
-    base = 1024 if m.group(3) else 1000
-    power = " kmg".index(m.group(2) or " ")
-    return int(float(m.group(1)) * base ** power)
+    try:
+        return quantity.size(text, "--buffer")
+    except quantity.QuantityError as err:
+        raise UserError(f"{err} (or bdp)") from None
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -65,7 +62,7 @@ def _condition(args):
         except spec.SpecError as err:
             raise UserError(str(err)) from None
         target = Path(args.target)
-        run_dir = target.parent if target.name == "trace.json" else target
+        run_dir = target.parent if target.name == trace.TRACE_FILE else target
         if args.dilation is not None:
             condition = replace(condition, dilation=_dilation_arg(args.dilation))
         return condition, run_dir

@@ -46,17 +46,22 @@ def draw(results: list[dict], prefix: Path) -> list[Path]:
     ax_m.axhline(0, color="0.4", lw=0.6)
     ax_p.axhline(dc.KS_ALPHA, color="0.4", lw=0.8, ls="--")
     for i, cond in enumerate(conds):
+        of_cond = {r["factor"]: r for r in results if (r["variant"], r["rtt_ms"], r["drop"]) == cond}
+        if of_cond and not any(r["judged"] for r in of_cond.values()):
+            # one mark for the condition: a mark per factor, a few points apart, overlapped
+            for ax, y in ((ax_m, 0), (ax_p, 1)):
+                ax.text(i, y, "n/a", rotation=90, ha="center", va="bottom", fontsize=5, color="0.5")
+            continue
         for j, k in enumerate(factors):
-            r = next((r for r in results if (r["variant"], r["rtt_ms"], r["drop"]) == cond
-                      and r["factor"] == k), None)
+            r = of_cond.get(k)
             if r is None:
                 continue
             x = i + (j - (len(factors) - 1) / 2) * width
             style = dict(marker=MARKERS.get(k, "^"), color=colours[cond[0]], s=18,
                          edgecolors="black" if r["judged"] and not r["agree"] else "none", linewidths=0.7)
-            if not r["judged"]:
+            if not r["judged"]:  # beside judged factors: a small mark where its point would be
                 for ax, y in ((ax_m, 0), (ax_p, 1)):
-                    ax.text(x, y, "n/a", rotation=90, ha="center", va="bottom", fontsize=5, color="0.5")
+                    ax.scatter(x, y, marker="x", color="0.5", s=8, linewidths=0.6)
                 continue
             ax_m.scatter(x, 100 * r["mean_rel_diff"], **style)
             ax_p.scatter(x, max(r["ks_p"], 1e-6), **style)
@@ -85,7 +90,7 @@ def _p(p) -> str:
 def flag_summary(ds: T.Dataset) -> str:
     """Why the cross-validation's runs were flagged, per factor: '13 of 24 runs at k = 4
     (ACK clock)'."""
-    flagged = ds._flagged_df
+    flagged = ds.flagged_runs
     if not len(flagged):
         return ""
     parts = []
@@ -154,7 +159,7 @@ def write(ds: T.Dataset | None, campaign: str | None, fig_dir: Path, out_tex: Pa
                            f"$k = 1$ (left; band $\\pm${num(100 * dc.MEAN_TOLERANCE, 0)}\\,\\%) and the "
                            "two-sample KS test of their per-interval throughput (right; dashed: "
                            f"$\\alpha = {dc.KS_ALPHA:g}$); the same drop sequences at every factor, outlined "
-                           "markers disagree, n/a: no usable run on one side. " + escape(ds.note()) + ".",
+                           "markers disagree; n/a (a grey cross beside other factors): no usable run on one side. " + escape(ds.note()) + ".",
                    "fig:dilation-check")
         lines.append("\\input{generated/figures/dilation-check.tex}")
     lines.append(_sentence(s, ds, campaign, rate))

@@ -51,7 +51,7 @@ def build(ds: T.Dataset, design: dict, campaign: str, backend: str,
           verdicts: list[C.Verdict] | None = None, revision: str | None = None) -> Macros:
     m = Macros()
     runs = ds.runs
-    all_good = pd.concat([runs, ds._flagged_df]) if len(ds._flagged_df) else runs
+    all_good = pd.concat([runs, ds.flagged_runs]) if len(ds.flagged_runs) else runs
     m.name("tevBackend", escape(backend))
     m.name("tevCampaign", escape(campaign))
     m.name("tevHosts", _distinct(all_good.get("hostname", pd.Series(dtype=str))))

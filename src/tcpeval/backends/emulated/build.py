@@ -61,16 +61,21 @@ def _command(name: str, src: Path, out: Path) -> list[str]:
     return ["gcc", "-O2", "-Wall", f"-I{INCLUDE}", "-o", str(out), str(src), *libs]
 
 
+def source_hashes() -> dict:
+    """{artifact: content hash of its sources}: what a build of them is filed under (the
+    calibration's key), known without building."""
+    return {name: _sha(src) for name, src in SOURCES.items()}
+
+
 def ensure_built(log=None) -> Artifacts:
     log = log or (lambda m: None)
     out_dir = build_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
-    hashes = {}
+    hashes = source_hashes()
     with open(out_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel callers build once
         for name, src in SOURCES.items():
-            digest = _sha(src)
-            hashes[name] = digest
+            digest = hashes[name]
             out, stamp = out_dir / name, out_dir / f"{name}.sha256"
             if out.exists() and stamp.exists() and stamp.read_text().strip() == digest:
                 continue

@@ -44,7 +44,8 @@ from tcpeval import dilation
 from tcpeval.backends import fidelity
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated.bottleneck import LINKS, forced_link
-from tcpeval.backends.emulated.topology import MSS_BYTES, WIRE_FRAME_BYTES
+from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES
+from tcpeval.condition import MSS_BYTES
 from tcpeval.spec import load_design
 
 DEFAULT_FRACTION = 0.9
@@ -228,6 +229,15 @@ class Progress:
         self.log(f"calibration: {what} [{self.done}/~{self.expected} runs, {spent / 60:.1f} min, "
                  f"ETA {left / 60:.0f} min]")
 
+    def point_done(self, points_done: int, rest_s: list[float]) -> None:
+        """After a grid point: expect as many runs per remaining point (of lengths
+        ``rest_s``) as the points so far took on average (searches that retry take more
+        than SEARCH_RUNS; counting the first estimate, the ETA read 0 min with three
+        points to go)."""
+        per_point = self.done / points_done
+        self.expected = self.done + round(per_point * len(rest_s))
+        self.expected_s = self.done_s + sum(per_point * (run_s + RUN_SETUP_S) for run_s in rest_s)
+
 
 SEARCH_RUNS = 6   # a bisection from the top on the 0.1 Gbps grid takes about this many
 RUN_SETUP_S = 4.0  # a calibration run's set-up and teardown, for the ETA
@@ -259,7 +269,7 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
 
     raw_most = {}  # flows -> the most an unshaped run of that many flows carried so far
     with tempfile.TemporaryDirectory(prefix="tcpeval-calibrate-") as tmp:
-        for flows, rtt in todo:
+        for index, (flows, rtt) in enumerate(todo):
             dur = run_duration_s(duration_s, rtt)
             try:
                 record = counted(rtt, dur, Path(tmp) / f"f{flows}-rtt{rtt}", flows)
@@ -285,6 +295,7 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
                 log(f"calibration: {link} faithful at {flows} flow(s), {rtt} ms: "
                     + (f"{found['rate_bps'] / 1e9:.1f} Gbps" if found["rate_bps"] else "none"))
             points.append(point)
+            progress.point_done(index + 1, [run_duration_s(duration_s, r) for _, r in todo[index + 1:]])
     data = {"key": key, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "host_capacity_bps": min(p["throughput_bps"] for p in points),
             "points": points, "links": list(links),

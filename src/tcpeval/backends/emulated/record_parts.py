@@ -9,7 +9,8 @@ from tcpeval.backends import common, fidelity, record
 from tcpeval.backends.emulated import ccadapter, host, topology
 from tcpeval.backends.emulated.counters import cpu_shares
 from tcpeval.backends.emulated.plan import RTO_MIN_SYSCTL, RTO_MIN_US
-from tcpeval.backends.emulated.topology import MSS_BYTES, WIRE_FRAME_BYTES
+from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES
+from tcpeval.condition import MSS_BYTES
 
 # Host-global: read and recorded, never changed (autotuning needs no rmem_max; iperf3
 # is run without -w).

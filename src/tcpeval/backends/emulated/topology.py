@@ -32,10 +32,9 @@ from tcpeval.backends import common
 from tcpeval.backends.emulated import host
 
 OFFLOADS = ("tso", "gso", "gro", "lro")
-# A full-sized frame on the wire (the 1500-byte MTU plus the Ethernet header), and the
-# paper's segment in it (MSS 1460: TCP without timestamps, tcp_timestamps = 0).
+# A full-sized frame on the wire (the 1500-byte MTU plus the Ethernet header); the
+# paper's segment in it is condition.MSS_BYTES (tcp_timestamps = 0).
 WIRE_FRAME_BYTES = 1514
-MSS_BYTES = 1460
 # TSO frames at the senders. The paper's senders and bottleneck ran at the same 10 Gb/s,
 # so a TSO burst left the NIC at the bottleneck's rate and queued nowhere. Here the
 # sender's veth is infinitely fast and a whole frame lands in the bottleneck queue at once.
@@ -74,7 +73,7 @@ def receiver_ip(i: int) -> str:
 @dataclass
 class Topology:
     run_id: str
-    pairs: int  # sender/receiver pairs (1 or 2)
+    pairs: int  # sender/receiver pairs (1 to host.MAX_PAIRS)
     created: list[str] = field(default_factory=list)
     macs: dict = field(default_factory=dict)  # (ns, dev) -> mac
 
