@@ -37,3 +37,33 @@ def copy_paper(dest: Path) -> Path:
     for name in ("main.tex", "claims.yaml"):
         shutil.copy2(REPO / "paper" / name, paper / name)
     return paper
+
+
+def keep_drawn(monkeypatch, module) -> list:
+    """Draw with the real figure code of ``module`` (its ``_save``) and keep each
+    matplotlib figure to read back."""
+    kept, save = [], module._save
+
+    def keep(fig, prefix):
+        kept.append(fig)
+        return save(fig, prefix)
+
+    monkeypatch.setattr(module, "_save", keep)
+    return kept
+
+
+def overlapping_texts(fig, text: str | None = None) -> list[tuple[str, str]]:
+    """Pairs of texts (only those reading ``text``, if given) drawn in one axes whose
+    boxes overlap as rendered."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    canvas = FigureCanvasAgg(fig)  # the figure was saved and closed: draw it again
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    pairs = []
+    for ax in fig.axes:
+        texts = [t for t in ax.texts if t.get_text().strip() and t.get_visible()
+                 and (text is None or t.get_text() == text)]
+        boxes = [t.get_window_extent(renderer) for t in texts]
+        pairs += [(texts[i].get_text(), texts[j].get_text())
+                  for i in range(len(texts)) for j in range(i + 1, len(texts)) if boxes[i].overlaps(boxes[j])]
+    return pairs

@@ -3,6 +3,7 @@ partial matrix; captions say what is shown, missing and excluded."""
 
 import numpy as np
 import pytest
+from report_helpers import keep_drawn, overlapping_texts
 
 from tcpeval.analysis import tables
 from tcpeval.paths import format_rtt
@@ -17,15 +18,7 @@ def _load(results, design, **kw):
 @pytest.fixture
 def drawn(monkeypatch):
     """Draw with the real figure code and keep each matplotlib figure to read back."""
-    kept = []
-    save = figures._save
-
-    def keep(fig, prefix):
-        kept.append(fig)
-        return save(fig, prefix)
-
-    monkeypatch.setattr(figures, "_save", keep)
-    return kept
+    return keep_drawn(monkeypatch, figures)
 
 
 def _means(ds, criterion, keys, column):
@@ -149,28 +142,11 @@ def test_partial_matrix_marks_missing(partial_results, design, tmp_path):
     assert "missing" in tex and "n/a" in tex
 
 
-def _overlapping_texts(fig) -> list[tuple[str, str]]:
-    """Pairs of texts drawn in one axes whose boxes overlap (as rendered)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    canvas = FigureCanvasAgg(fig)  # the figure was saved and closed: draw it again
-    canvas.draw()
-    renderer = canvas.get_renderer()
-    pairs = []
-    for ax in fig.axes:
-        texts = [t for t in ax.texts if t.get_text().strip() and t.get_visible()]
-        boxes = [t.get_window_extent(renderer) for t in texts]
-        for i in range(len(texts)):
-            for j in range(i + 1, len(texts)):
-                if boxes[i].overlaps(boxes[j]):
-                    pairs.append((texts[i].get_text(), texts[j].get_text()))
-    return pairs
-
-
 @pytest.mark.parametrize("rtt", [0.2, 6.2])
 def test_marks_of_missing_cells_never_overlap(partial_results, design, tmp_path, drawn, rtt):
-    # a third of the matrix: marks at neighbouring drop rates in panel (a) (smoke's
-    # Figure 1 printed them on top of each other)
+    # a third of the matrix: marks at neighbouring drop rates in panel (a) and per
+    # variant in (b), beside the figure's other labels
     res = figures.draw("responsiveness", _load(partial_results, design), tmp_path, rtt_ms=rtt)
     assert res["missing_cells"] > 0
     assert sum("n/a" in t.get_text() for ax in drawn[-1].axes for t in ax.texts) >= 2
-    assert _overlapping_texts(drawn[-1]) == []
+    assert overlapping_texts(drawn[-1]) == []
