@@ -1,7 +1,7 @@
 """A matrix interrupted mid-way resumes where it stopped: killing Snakemake (SIGTERM, as
 `kill` sends) and starting it again runs only the runs that have no trace, and leaves
 the traces already written untouched. The local profile here; the SLURM profile in
-tests/cluster/test_slurm.py."""
+tests/emulated/test_slurm.py."""
 from __future__ import annotations
 
 import re
@@ -55,7 +55,11 @@ def interrupt_after(cmd: list[str], cwd: Path, traces: list[Path], n: int, timeo
                 assert time.monotonic() < deadline, f"no {n} traces in {timeout_s} s:\n{log.read_text()[-3000:]}"
                 time.sleep(0.2)
             proc.send_signal(sig)
-            proc.wait(timeout=300)
+            try:
+                proc.wait(timeout=300)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"Snakemake did not stop within 300 s of {signal.Signals(sig).name}:\n"
+                            f"{log.read_text()[-3000:]}")
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from tcpeval import paths, spec, trace
+from tcpeval import paths, snakemake_signals, spec, trace
 
 min_version("9.0")
 
@@ -28,6 +28,13 @@ envvars:
 
 
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+
+
+# `kill` stops the matrix after the running runs, whenever it arrives: Snakemake's own
+# SIGTERM handler can deadlock on the main thread (tcpeval.snakemake_signals).
+onstart:
+    snakemake_signals.sigterm_handler_off_main_thread()
+
 
 try:
     DESIGN = spec.load_design(config["design"])
