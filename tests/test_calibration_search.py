@@ -16,7 +16,7 @@ def _host(delivers_up_to: float, flagged_above: float = float("inf"), exact: boo
     has the link's own byte counts over the second half (measured.link_steady)."""
     calls = []
 
-    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None):
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1):
         calls.append(rate_bps)
         reasons = ["delay line: 900/100000 frames held back 2 ms or more"] if rate_bps > flagged_above else []
         carried = min(rate_bps, delivers_up_to)
@@ -58,7 +58,7 @@ def test_the_links_own_byte_counts_decide_where_the_run_has_them(tmp_path):
 def test_a_rate_short_of_its_payload_by_more_than_two_percent_is_not_faithful(tmp_path):
     # the lenient rule (90 % of the wire rate) took 0.4 Gbps delivering 0.922 of it, 95.6 %
     # of the payload; dilated 9.5 Gbps runs at that rate then fell short of 9.0
-    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps, link=None):
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps, link=None, judged_at=1):
         share = 0.922 if rate_bps > 0.3e9 else 0.955
         return {"fidelity": {"verdict": "ok", "reasons": []},
                 "measured": {"steady_throughput_bps": share * rate_bps,
@@ -98,11 +98,12 @@ def test_every_point_is_searched_on_its_own_from_the_top_for_each_link(tmp_path,
     design = {"criteria": {"responsiveness": {"grid": {"rtt_ms": [1.0, 4.0]}}}}
     raw = {1.0: 4e9, 2.0: 3e9, 4.0: 2e9, 32.0: 1e9}   # what the host carries unshaped
     faithful = {"tevlink": 0.5, "tbf": 0.2}           # ... and faithfully, as shares of it
-    first_try = {}
+    first_try, judged = {}, {}
 
-    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None):
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1):
         if rate_bps is not None:
             first_try.setdefault((link, flows, rtt_ms), rate_bps)
+            judged.setdefault(rtt_ms, set()).add(judged_at)
         ok = rate_bps is None or rate_bps <= faithful[link] * raw[rtt_ms] / flows
         carried = raw[rtt_ms] if rate_bps is None else min(rate_bps, raw[rtt_ms])
         return {"fidelity": {"verdict": "ok" if ok else "flagged",
@@ -117,6 +118,10 @@ def test_every_point_is_searched_on_its_own_from_the_top_for_each_link(tmp_path,
         top = max(v for r, v in raw.items() if r <= rtt)
         assert rate == calibrate.default_rate(top), (link, flows, rtt)
     assert len(first_try) == 2 * 2 * 4
+    # each point judged as the least-dilated run that lands there: the design's own RTTs
+    # undilated, the reach (8 x its longest, 32 ms) as a run dilated 8-fold
+    assert judged == {1.0: {1}, 2.0: {1}, 4.0: {1}, 32.0: {8}}
+    assert {p["rtt_ms"]: p["judged_at"] for p in data["points"]} == {1.0: 1, 2.0: 1, 4.0: 1, 32.0: 8}
     point = next(p for p in data["points"] if p["flows"] == 1 and p["rtt_ms"] == 1.0)
     assert point["faithful"]["tevlink"]["rate_bps"] == 2.0e9
     assert point["faithful"]["tbf"]["rate_bps"] == 0.8e9
@@ -169,7 +174,7 @@ def test_a_run_the_host_cannot_finish_counts_as_not_faithful(tmp_path):
     from tcpeval.backends.base import BackendError
     calls = []
 
-    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None):
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1):
         calls.append(rate_bps)
         if rate_bps > 1e9:
             raise BackendError("flow 0: iperf3 reported: control socket has closed unexpectedly")
@@ -202,3 +207,12 @@ def test_the_eta_expects_as_many_runs_per_point_as_the_points_so_far_took():
     progress.t0 -= 60                                                    # keep minutes readable
     progress.tick("run", 4.0)
     assert "[9/~16 runs" in lines[-1] and "ETA 0 min" not in lines[-1], lines[-1]
+
+
+def test_a_calibration_run_is_judged_at_its_points_factor_while_its_flows_run_undilated():
+    from tcpeval import spec
+    from tcpeval.backends.emulated import plan
+    cond = spec.adhoc_condition(["cubic"], 193.6, 0.0, 8, impl="native", seed=1)
+    judged = plan.for_calibration(cond, 193.6, 8, 1.2e9, "tevlink", judged_at=8)
+    assert (judged.dilation, judged.verdict_dilation) == (1, 8)  # native CUBIC reads no dilated clock
+    assert plan.for_calibration(cond, 24.2, 4, 1.2e9, "tevlink").verdict_dilation == 1

@@ -61,7 +61,7 @@ DELIVERY = 0.98
 PHYSICAL_RTT_REACH = 8
 GRID_FLOWS = (1, 2)
 MIN_RTTS_PER_RUN = 40   # a calibration run lasts at least this many RTTs
-VERSION = 4
+VERSION = 5  # 5: a point is judged as the least-dilated run that lands on it (judged_at)
 HERE = Path(__file__).resolve().parent
 
 
@@ -72,6 +72,18 @@ def grid(design: dict | None = None) -> tuple:
     lo, hi = design_rtt_range(design)
     rtts = sorted({lo, round(math.sqrt(lo * hi), 1), hi, round(PHYSICAL_RTT_REACH * hi, 1)})
     return tuple((f, r) for f in GRID_FLOWS for r in rtts)
+
+
+def judged_at(rtt_ms: float, design: dict | None = None) -> int:
+    """The dilation whose tolerances judge the grid point at physical RTT ``rtt_ms``: the
+    least factor any of the design's runs that land there can have (a run at physical
+    RTT R of a virtual path no longer than the design's longest, hi, is dilated at least
+    R / hi-fold). The verdict scales its time tolerances with the factor (a frame 2 ms late
+    on a path slowed 8-fold is 0.25 ms late on the path it stands for), so judging the
+    point at k = 1 would hold it to a standard no run that uses it is held to. Points
+    within the design's own RTTs are judged undilated."""
+    _, hi = design_rtt_range(design)
+    return max(1, math.floor(rtt_ms / hi + 1e-9))
 
 
 def design_rtt_range(design: dict | None = None) -> tuple[float, float]:
@@ -158,13 +170,14 @@ def run_duration_s(duration_s: float, rtt_ms: float) -> float:
 
 
 def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duration_s: float,
-                  start_bps: float, link: str | None = None, log=None) -> dict:
+                  start_bps: float, link: str | None = None, judged_at: int = 1, log=None) -> dict:
     """The highest rate on the GRID_BPS grid, from start_bps down, at which a native-CUBIC
-    run at p = 0 gets verdict ok and delivers its payload: start_bps itself first, then a
-    bisection (geometric midpoints) between FAITHFUL_FLOOR_BPS and the lowest flagged
-    rate. ``executor(rtt_ms, duration_s, run_dir, flows, rate_bps, link)`` runs one (the
-    caller holds the host lock). Returns {"rate_bps": the rate or None when even the floor
-    is flagged, "tried": [...]}."""
+    run at p = 0 gets verdict ok (with the tolerances of a run dilated ``judged_at``-fold)
+    and delivers its payload: start_bps itself first, then a bisection (geometric
+    midpoints) between FAITHFUL_FLOOR_BPS and the lowest flagged rate. ``executor(rtt_ms,
+    duration_s, run_dir, flows, rate_bps, link, judged_at=...)`` runs one (the caller
+    holds the host lock). Returns {"rate_bps": the rate or None when even the floor is
+    flagged, "tried": [...]}."""
     log = log or (lambda m: None)
     tried = []
 
@@ -172,7 +185,7 @@ def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duratio
         for attempt in range(FAITHFUL_TRIES):
             try:
                 rec = executor(rtt_ms, duration_s, Path(run_dir) / f"f{flows}-rtt{rtt_ms}-{link}-{rate:.0f}-{attempt}",
-                               flows, rate, link)
+                               flows, rate, link, judged_at=judged_at)
             except BackendError as err:  # a run the host could not finish: not faithful
                 rec = failed_record(err)
             reasons = rec["fidelity"]["reasons"] + delivered_shortfall(rec, rate)
@@ -257,10 +270,10 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
     progress = Progress(len(todo) * per_point, sum(per_point * (run_duration_s(duration_s, rtt) + RUN_SETUP_S)
                                                    for _, rtt in todo), log)
 
-    def counted(rtt_ms, dur, run_dir, flows, rate_bps=None, link=None):
+    def counted(rtt_ms, dur, run_dir, flows, rate_bps=None, link=None, judged_at=1):
         what = f"{link or 'unshaped'} {flows} flow(s) {rtt_ms} ms" + (f" {rate_bps / 1e9:.1f} Gbps" if rate_bps else "")
         try:
-            rec = executor(rtt_ms, dur, run_dir, flows, rate_bps, link)
+            rec = executor(rtt_ms, dur, run_dir, flows, rate_bps, link, judged_at=judged_at)
         except BackendError:
             progress.tick(f"{what}: failed", dur)
             raise
@@ -282,7 +295,8 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
             point = {"flows": flows, "rtt_ms": rtt, "duration_s": dur, "throughput_bps": bps,
                      "mean_throughput_bps": sum(f["summary"]["mean_throughput_bps"] for f in record["flows"]),
                      "measured_rtt_ms": m["rtt_ms"], "cpu_busy": m.get("cpu_busy"),
-                     "fidelity_reasons": record["fidelity"]["reasons"], "faithful": {}}
+                     "fidelity_reasons": record["fidelity"]["reasons"], "faithful": {},
+                     "judged_at": judged_at(rtt, design)}
             # the top of the search: what the host carries at all. At a long RTT an unshaped
             # run has not left slow start when it ends (at 193.6 ms it read 0.2 Gbps), and a
             # longer path costs no more per packet: the most a shorter one carried counts
@@ -290,9 +304,11 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
             point["search_top_bps"] = default_rate(raw_most[flows])
             for link in links:
                 found = faithful_rate(counted, Path(tmp) / "faithful", rtt_ms=rtt, flows=flows,
-                                      duration_s=dur, start_bps=point["search_top_bps"], link=link, log=log)
+                                      duration_s=dur, start_bps=point["search_top_bps"], link=link,
+                                      judged_at=point["judged_at"], log=log)
                 point["faithful"][link] = {"rate_bps": found["rate_bps"], "search": found["tried"]}
-                log(f"calibration: {link} faithful at {flows} flow(s), {rtt} ms: "
+                log(f"calibration: {link} faithful at {flows} flow(s), {rtt} ms"
+                    + (f" (judged as x{point['judged_at']})" if point["judged_at"] > 1 else "") + ": "
                     + (f"{found['rate_bps'] / 1e9:.1f} Gbps" if found["rate_bps"] else "none"))
             points.append(point)
             progress.point_done(index + 1, [run_duration_s(duration_s, r) for _, r in todo[index + 1:]])

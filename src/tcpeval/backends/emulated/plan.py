@@ -36,6 +36,12 @@ class Plan:
     notes: list = field(default_factory=list)
     dilation: int = 1                # time-dilation factor: every field above is physical
     link: str = "tbf"                # the bottleneck's mechanism (bottleneck.LINKS)
+    judged_at: int | None = None     # the factor whose tolerances the verdict applies, if
+                                     # not `dilation` (a calibration point: calibrate.judged_at)
+
+    @property
+    def verdict_dilation(self) -> int:
+        return self.judged_at or self.dilation
 
 
 def check_condition(condition) -> None:
@@ -113,13 +119,14 @@ def for_condition(condition, cal: dict, log) -> Plan:
 
 
 def for_calibration(condition, rtt_ms: float, duration_s: float, rate_bps: float | None,
-                    link: str = "tbf") -> Plan:
+                    link: str = "tbf", judged_at: int = 1) -> Plan:
     """The plan of a calibration run: native CUBIC at p = 0, unshaped (rate None) or at
-    a bottleneck rate with a one-BDP buffer on the link mechanism ``link``."""
+    a bottleneck rate with a one-BDP buffer on the link mechanism ``link``, judged with the
+    tolerances of a run dilated ``judged_at``-fold (the flows themselves run undilated)."""
     shaped = rate_bps is not None
     return Plan(rate_bps=rate_bps, buffer_bytes=bdp_buffer(rate_bps, rtt_ms) if shaped else 0,
                 rtt_ms=rtt_ms, drop=0.0, seed=1, background_loss=0.0, duration_s=duration_s,
                 interval_s=0.1, flows=list(condition.flows), stack=stack_settings(condition), hz=condition.hz,
                 host_capacity_bps=rate_bps, calibration=None,
                 rate_source="calibration (faithful rate search)" if shaped else "unshaped (calibration)",
-                link=link)
+                link=link, judged_at=judged_at)

@@ -141,7 +141,7 @@ def verdict(run, achieved: float, steady: float, cpu_busy: float | None) -> dict
         cc_guard=run.cc_guard, sender_defaults=foreign_defaults,
         link_stats=(run.delay_stats or {}).get("link"), loaded_rtts=run.loaded_rtts if shaped else None,
         receiver_holds_bytes=run.rwin["buffer_bytes"],
-        extra_reasons=extra, dilation=plan.dilation)
+        extra_reasons=extra, dilation=plan.verdict_dilation)
 
 
 def flows(run) -> list[dict]:
@@ -234,7 +234,7 @@ def measured(run, verdict: dict, achieved: float, steady: float, cpu: tuple) -> 
         "delay_line": run.delay_stats,
         "loaded_rtt": {"flows": run.loaded_rtts,
                        "bound_ms": fidelity.loaded_rtt_bound_ms(plan.rtt_ms, plan.buffer_bytes, plan.rate_bps,
-                                                                plan.dilation) if plan.rate_bps else None},
+                                                                plan.verdict_dilation) if plan.rate_bps else None},
         "acks": run.acks,
         "cc_guard": run.cc_guard or None,
         "background_drop": run.background_counters or None,

@@ -210,15 +210,17 @@ class EmulatedBackend:
 
     # ------------------------------------------------------------------ internals
     def _executor(self, art: Artifacts):
-        """executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None): one native-CUBIC run
-        at p = 0 with the dropper and the delay in place -- unshaped (rate None: what the
-        host carries at all) or at a bottleneck rate (what it carries faithfully, judged
-        by the verdict). Returns the record; writes no trace.json."""
+        """executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1):
+        one native-CUBIC run at p = 0 with the dropper and the delay in place -- unshaped
+        (rate None: what the host carries at all) or at a bottleneck rate (what it carries
+        faithfully, judged by the verdict with the tolerances of a run dilated
+        ``judged_at``-fold). Returns the record; writes no trace.json."""
         def executor(rtt_ms: float, dur: float, run_dir: Path, flows: int = 1,
-                     rate_bps: float | None = None, link: str | None = None) -> dict:
+                     rate_bps: float | None = None, link: str | None = None, judged_at: int = 1) -> dict:
             run_dir.mkdir(parents=True, exist_ok=True)
             cond = adhoc_condition(["cubic"] * flows, rtt_ms, 0.0, dur, impl="native", seed=1)
-            plan = plans.for_calibration(cond, rtt_ms, dur, rate_bps, link or bottleneck.forced_link() or "tbf")
+            plan = plans.for_calibration(cond, rtt_ms, dur, rate_bps, link or bottleneck.forced_link() or "tbf",
+                                         judged_at)
             runlog = common.RunLog(run_dir / "run.log", False, "calibration")
             try:
                 return self._execute(cond, run_dir, plan, art, runlog)
@@ -314,14 +316,14 @@ class EmulatedBackend:
         run.delayer = delay.mechanism_for(
             run.art, run.topo, run.run_dir, rtt_ms=plan.rtt_ms, rate_bps=plan.rate_bps,
             buffer_bytes=plan.buffer_bytes, rt_prio=self.rt_prio, cpu=run.place["line"],
-            held_ms=fidelity.held_ms(plan.dilation),
+            held_ms=fidelity.held_ms(plan.verdict_dilation),
             link=run.rate_mech if run.rate_mech.get("mechanism") == "tevlink" else None)
         stack.callback(lambda: run.delayer and run.delayer.stop())
         run.delayer.start(0)
         prober = delay.Prober(run.art, run.topo)
         stack.callback(prober.close)
         run.rtt = delay.set_rtt(run.delayer, prober, plan.rtt_ms,
-                                fidelity.rtt_tolerance_ms(plan.rtt_ms, plan.dilation), log)
+                                fidelity.rtt_tolerance_ms(plan.rtt_ms, plan.verdict_dilation), log)
         prober.close()
 
     def _traffic(self, run: Run, log) -> None:
