@@ -7,7 +7,14 @@ from __future__ import annotations
 import pytest
 
 from tcpeval import dilation
+from tcpeval.backends import fidelity
 from tcpeval.backends.emulated import calibrate
+
+
+def _verdict(findings: list) -> dict:
+    """What fidelity.verdict returns for these findings."""
+    return {"verdict": "flagged" if findings else "ok", "reasons": [str(f) for f in findings],
+            "findings": [f.record() for f in findings]}
 
 
 def _host(delivers_up_to: float, flagged_above: float = float("inf"), exact: bool = False):
@@ -18,14 +25,14 @@ def _host(delivers_up_to: float, flagged_above: float = float("inf"), exact: boo
 
     def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1):
         calls.append(rate_bps)
-        reasons = ["delay line: 900/100000 frames held back 2 ms or more"] if rate_bps > flagged_above else []
+        reasons = ([fidelity.Finding("delay line", "900/100000 frames held back 2 ms or more")]
+                   if rate_bps > flagged_above else [])
         carried = min(rate_bps, delivers_up_to)
         measured = {"steady_throughput_bps": carried * 0.97,
                     "acks": {"receiver_segments_per_ack_steady": 2.0}, "cpu_stolen": 0.0}
         if exact:
             measured["link_steady"] = {"bps": carried, "source": "link engine"}
-        return {"fidelity": {"verdict": "flagged" if reasons else "ok", "reasons": reasons},
-                "measured": measured}
+        return {"fidelity": _verdict(reasons), "measured": measured}
     return executor, calls
 
 
@@ -60,7 +67,7 @@ def test_a_rate_short_of_its_payload_by_more_than_two_percent_is_not_faithful(tm
     # of the payload; dilated 9.5 Gbps runs at that rate then fell short of 9.0
     def executor(rtt_ms, duration_s, run_dir, flows, rate_bps, link=None, judged_at=1):
         share = 0.922 if rate_bps > 0.3e9 else 0.955
-        return {"fidelity": {"verdict": "ok", "reasons": []},
+        return {"fidelity": _verdict([]),
                 "measured": {"steady_throughput_bps": share * rate_bps,
                              "acks": {"receiver_segments_per_ack_steady": 2.0}, "cpu_stolen": 0.0}}
     found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=0.2, flows=1, duration_s=4,
@@ -106,8 +113,7 @@ def test_every_point_is_searched_on_its_own_from_the_top_for_each_link(tmp_path,
             judged.setdefault(rtt_ms, set()).add(judged_at)
         ok = rate_bps is None or rate_bps <= faithful[link] * raw[rtt_ms] / flows
         carried = raw[rtt_ms] if rate_bps is None else min(rate_bps, raw[rtt_ms])
-        return {"fidelity": {"verdict": "ok" if ok else "flagged",
-                             "reasons": [] if ok else ["rate: host CPUs 99% busy"]},
+        return {"fidelity": _verdict([] if ok else [fidelity.Finding("rate", "host CPUs 99% busy")]),
                 "flows": [{"summary": {"mean_throughput_bps": carried}}],
                 "measured": {"steady_throughput_bps": carried, "link_steady": {"bps": carried, "source": "qdisc"},
                              "rtt_ms": rtt_ms, "acks": {}}}
@@ -178,7 +184,7 @@ def test_a_run_the_host_cannot_finish_counts_as_not_faithful(tmp_path):
         calls.append(rate_bps)
         if rate_bps > 1e9:
             raise BackendError("flow 0: iperf3 reported: control socket has closed unexpectedly")
-        return {"fidelity": {"verdict": "ok", "reasons": []},
+        return {"fidelity": _verdict([]),
                 "measured": {"steady_throughput_bps": 0.97 * rate_bps, "acks": {}}}
     found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=193.6, flows=1, duration_s=8,
                                     start_bps=3.6e9, link="tevlink")

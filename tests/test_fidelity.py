@@ -139,15 +139,40 @@ def test_senders_that_start_their_connections_under_bbr_are_flagged_as_paced():
     assert v["verdict"] == "flagged" and any(r.startswith("pacing:") for r in v["reasons"])
 
 
+def _host_trouble() -> dict:
+    """Findings of every transient kind, as the checks produce them."""
+    return dict(p=0, seen=10**6, dropped=0, rtt_setting_ms=6.2, base_rtt_ms=0.1, rtt_ms=7.9,
+                rate_bps=1e9, host_capacity_bps=3e9, achieved_bps=0.95e9, cpu_busy=0.5,
+                delay_stats={"forwarded": 100_000, "quantum_ns": 5000, "error_histogram": {},
+                             "late_ge_ms": {"1": 900, "2": 500, "5": 10}, "max_late_ns": 9e6},
+                max_cwnd_bytes=1e12, buffer_bytes=775_000, segments_per_ack=7.99,
+                receiver_acks=28_478, interval_bps=[1e9, 29e9], cc_guard={"reno316": _guard(100, missed=30)})
+
+
 def test_only_host_trouble_is_transient():
-    assert fidelity.transient_only(["delay line: 900/33447 frames held back 2 ms or more (max 15 ms)",
-                                    "cc: the host ran ...", "window: ...", "rtt: measured 5.6 ms ..."])
+    trouble = fidelity.verdict(**_host_trouble())["findings"]
+    assert {f["check"] for f in trouble} == {"rtt", "delay line", "window", "ACK clock", "receiver rate", "cc"}
+    assert fidelity.transient_only(trouble)
     assert not fidelity.transient_only([])
-    assert fidelity.transient_only(["delay line: ...", "ACK clock: receivers sent 2.55 ..."])
-    assert not fidelity.transient_only(["ACK clock: receivers sent 2.55 ...", "drop: measured rate ..."])
-    assert not fidelity.transient_only(["drop: measured rate ..."])
-    assert not fidelity.transient_only(["rate: configured 1 Gbps exceeds what this host carries"])
-    assert not fidelity.transient_only(["rtt: the path's base RTT 1.1 ms exceeds the setting 0.2 ms"])
+    # a setting the host cannot realise is not worth running again, beside host trouble or alone
+    for setting in (dict(p=1e-4, seen=2_000_000, dropped=120),       # the dropper miscounts
+                    dict(rate_bps=4e9, host_capacity_bps=3e9),       # above the calibration
+                    dict(base_rtt_ms=1.1, rtt_setting_ms=0.2, rtt_ms=1.1)):  # the path is longer
+        findings = fidelity.verdict(**{**_host_trouble(), **setting})["findings"]
+        assert not fidelity.transient_only(findings), setting
+        alone = [f for f in findings if not f["transient"]]
+        assert alone and not fidelity.transient_only(alone)
+
+
+def test_a_finding_carries_its_check_measurement_and_limit_beside_the_sentence():
+    v = fidelity.verdict(**_host_trouble())
+    assert v["reasons"] == [f["text"] for f in v["findings"]]
+    by_check = {f["check"]: f for f in v["findings"]}
+    assert by_check["rtt"]["measured"] == 7.9 and by_check["rtt"]["limit"] == pytest.approx(6.2 + 0.186)
+    assert by_check["window"]["measured"] == 1e12 and by_check["window"]["limit"] < 1e12
+    assert by_check["ACK clock"] == {"check": "ACK clock", "transient": True, "measured": 7.99, "limit": 2.5,
+                                     "text": by_check["ACK clock"]["text"]}
+    assert all(f["text"].startswith(f["check"] + ": ") for f in v["findings"])
 
 
 def test_verdict_names_each_new_reason():
@@ -298,7 +323,7 @@ def test_the_link_engines_losses_and_late_departures_are_flagged():
     assert fidelity._link_reasons(dilated, 4) == [
         "link: 2000/100000 data frames left more than 2 ms after their scheduled departure physical, "
         "4 x the virtual limit (p99.9 40 us)"]
-    assert fidelity.transient_only(reasons)
+    assert fidelity.transient_only([r.record() for r in reasons])
 
 
 def test_a_reader_that_fell_behind_may_take_its_whole_receive_buffer_at_once():

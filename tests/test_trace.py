@@ -34,7 +34,7 @@ def make_record(samples=5):
         "measured": {"base_rtt_ms": 0.05, "rtt_ms": 6.21,
                      "drop": {"seen": 1_000_000, "dropped": 11, "rate": 1.1e-5, "ci95": [5e-6, 2e-5]},
                      "bottleneck_rate_bps": 5e9, "host_capacity_bps": 5.8e9},
-        "fidelity": {"verdict": "ok", "reasons": [], "tolerances": {}},
+        "fidelity": {"verdict": "ok", "reasons": [], "findings": [], "tolerances": {}},
         "started_at": "2026-11-22T05:00:00+00:00", "finished_at": "2026-11-22T05:00:07+00:00",
     }
 
@@ -48,6 +48,8 @@ def test_a_complete_record_is_valid():
     (lambda r: r["condition"].__setitem__("drop", 1.5), "condition/drop"),
     (lambda r: r["flows"][1].__setitem__("impl", "kernel"), "flows/1/impl"),
     (lambda r: r["fidelity"].__setitem__("verdict", "flagged"), "fidelity/reasons"),
+    (lambda r: r["fidelity"].__setitem__("reasons", ["drop: 3 packets dropped with p = 0"]),
+     "fidelity/reasons: not the findings' sentences"),
     (lambda r: r["measured"]["drop"].__setitem__("dropped", 2_000_000), "measured/drop: dropped exceeds seen"),
     (lambda r: r["flows"][0]["samples"]["bytes"].pop(), "flows/0/samples: columns differ in length"),
     (lambda r: r["flows"][0]["samples"]["t_s"].reverse(), "flows/0/samples/t_s: times must increase"),
@@ -159,7 +161,7 @@ def test_a_real_version_1_trace_upgrades_to_a_valid_current_one_with_the_same_fa
     new = trace.upgrade(old)
     assert old == before  # the argument is left alone
     trace.validate(new)
-    assert new["schema_version"] == trace.SCHEMA_VERSION == 2 and trace.prose_keys(new) == []
+    assert new["schema_version"] == trace.SCHEMA_VERSION == 3 and trace.prose_keys(new) == []
     new_leaves = dict(_leaves(new))
     for path, value in _leaves(old):
         if path in trace.V1_PROSE:
@@ -169,7 +171,8 @@ def test_a_real_version_1_trace_upgrades_to_a_valid_current_one_with_the_same_fa
         elif path != ("schema_version",):
             assert new_leaves[path] == value, path  # every fact kept as it was
     added = set(new_leaves) - {p for p, _ in _leaves(old)}
-    assert added == {("mechanisms", "switch", "program")}
+    assert added == {("mechanisms", "switch", "program"), ("fidelity", "findings")}
+    assert new["fidelity"]["findings"] == []  # an ok run's: none
     assert new["mechanisms"]["switch"]["mechanism"] == "bpf-tc-clone-redirect"
     assert new["mechanisms"]["traffic"]["pacing"] == "none"
     assert new["mechanisms"]["delay_detail"]["delay_ns"] == old["mechanisms"]["delay_detail"]["delay_ns"]
@@ -203,7 +206,7 @@ def test_read_trace_upgrades_in_memory_and_leaves_the_old_file_as_it_is(tmp_path
 
 
 @pytest.mark.parametrize("version, message", [
-    (3, "trace format version 3 is newer than this tcpeval reads (versions 1 to 2)"),
+    (4, "trace format version 4 is newer than this tcpeval reads (versions 1 to 3)"),
     (None, "no schema_version"),
     ("2", "schema_version '2' is not a trace format version"),
     (0, "schema_version 0 is not a trace format version"),
@@ -236,10 +239,29 @@ def test_writes_are_in_the_current_version_without_prose(tmp_path):
 
 
 def test_a_new_version_is_one_registered_step(monkeypatch):
-    monkeypatch.setattr(trace, "SCHEMA_VERSION", 3)
-    monkeypatch.setitem(trace._UPGRADES, 2, lambda r: {**r, "schema_version": 3, "notes": ["v3"]})
+    monkeypatch.setattr(trace, "SCHEMA_VERSION", 4)
+    monkeypatch.setitem(trace._UPGRADES, 3, lambda r: {**r, "schema_version": 4, "notes": ["v4"]})
     new = trace.upgrade(json.loads(V1_EMULATED.read_text()))
-    assert new["schema_version"] == 3 and new["notes"] == ["v3"] and trace.prose_keys(new) == []
+    assert new["schema_version"] == 4 and new["notes"] == ["v4"] and trace.prose_keys(new) == []
+
+
+def test_a_version_2_trace_gets_its_findings_from_its_sentences_with_the_retry_policy_they_had():
+    reasons = ["delay line: 900/33447 frames held back 2 ms or more (max 15 ms)",
+               "rtt: measured 5.6 ms, setting 6.2 ms, tolerance +-0.186 ms",
+               "rtt: the path's base RTT 1.1 ms exceeds the setting 0.2 ms",
+               "cc: flow bic asked for the 3.16 port; ran the host's native cubic (tcpeval.cc unavailable)",
+               "cc: the host ran congestion-control hooks without the port's program ...",
+               "drop: 3 packets dropped with p = 0"]
+    old = make_record()
+    old["schema_version"] = 2
+    old["fidelity"] = {"verdict": "flagged", "reasons": reasons, "tolerances": {},
+                       "earlier_attempts": [{"reasons": reasons[:1], "mean_throughput_bps": [1e9]}]}
+    new = trace.upgrade(old)
+    trace.validate(new)
+    assert [(f["check"], f["transient"]) for f in new["fidelity"]["findings"]] == [
+        ("delay line", True), ("rtt", True), ("rtt", False), ("cc", False), ("cc", True), ("drop", False)]
+    assert [f["text"] for f in new["fidelity"]["findings"]] == reasons
+    assert new["fidelity"]["earlier_attempts"][0]["findings"][0]["check"] == "delay line"
 
 
 def _cli(*args):
@@ -256,7 +278,7 @@ def test_cli_dry_run_prints_the_changes_and_rewrites_nothing(tmp_path, capsys):
     before = {p: p.read_bytes() for p in tmp_path.rglob("trace.json")}
     assert _cli(tmp_path) == 0
     out = capsys.readouterr().out
-    assert f"{tmp_path}/r1/trace.json: would upgrade version 1 -> 2" in out
+    assert f"{tmp_path}/r1/trace.json: would upgrade version 1 -> 3" in out
     assert "- measured/rtt_probe_method" in out and "- mechanisms/segment_mark/why" in out
     assert '~ mechanisms/traffic/pacing: "none: ' in out and "+ mechanisms/switch/program" in out
     assert f"the same changes as {tmp_path}/r1/trace.json" in out
@@ -269,7 +291,7 @@ def test_cli_in_place_rewrites_old_traces_atomically(tmp_path, capsys):
     target.parent.mkdir()
     shutil.copy(V1_EMULATED, target)
     assert _cli(target, "--in-place") == 0
-    assert f"{target}: upgraded version 1 -> 2" in capsys.readouterr().out
+    assert f"{target}: upgraded version 1 -> 3" in capsys.readouterr().out
     on_disk = json.loads(target.read_text())
     assert on_disk == trace.upgrade(json.loads(V1_EMULATED.read_text()))
     assert trace.read_trace(target) == on_disk
@@ -287,6 +309,6 @@ def test_cli_refuses_everything_if_one_trace_is_too_new(tmp_path, capsys):
     newer.write_text(json.dumps({**make_record(), "schema_version": 7}))
     assert _cli(old, newer, "--in-place") == 2
     err = capsys.readouterr().err
-    assert f"{newer}: trace format version 7 is newer than this tcpeval reads (versions 1 to 2)" in err
+    assert f"{newer}: trace format version 7 is newer than this tcpeval reads (versions 1 to 3)" in err
     assert "nothing was rewritten" in err
     assert old.read_bytes() == V1_EMULATED.read_bytes()

@@ -26,7 +26,7 @@ from typing import Any
 import jsonschema
 
 TRACE_FILE = "trace.json"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class TraceError(ValueError):
@@ -140,6 +140,35 @@ def _v1_to_v2(record: dict) -> dict:
     return _set(record, ("schema_version",), 2)
 
 
+# Version 2 -> 3: the verdict's findings, read from the sentences of a version-2 trace
+# (the only place a sentence is parsed): (prefix, check, transient), first match wins.
+# Transient as the retry policy of version 2 read it, but for the fallback to a native
+# algorithm ("cc: flow ..."), which no attempt can cure.
+V2_FINDINGS = (("delay line:", "delay line", True), ("link:", "link", True), ("loaded RTT:", "loaded RTT", True),
+               ("cc: flow ", "cc", False), ("cc:", "cc", True), ("window:", "window", True),
+               ("receiver rate:", "receiver rate", True), ("ACK clock:", "ACK clock", True),
+               ("rtt: measured", "rtt", True), ("run failed:", "run failed", False))
+
+
+def _v2_finding(text: str) -> dict:
+    # drop:, rtt: (base, unmeasured), rate:, pacing:, ...: settings, not host trouble
+    check, transient = next(((c, t) for prefix, c, t in V2_FINDINGS if text.startswith(prefix)),
+                            (text.split(":", 1)[0] if ":" in text else "unknown", False))
+    return {"check": check, "transient": transient, "text": text, "measured": None, "limit": None}
+
+
+@_step(2)
+def _v2_to_v3(record: dict) -> dict:
+    """fidelity.findings (and each earlier attempt's) from the reasons' sentences."""
+    fid = dict(record.get("fidelity") or {})
+    if "reasons" in fid:
+        fid["findings"] = [_v2_finding(r) for r in fid["reasons"]]
+    if isinstance(fid.get("earlier_attempts"), list):
+        fid["earlier_attempts"] = [{**a, "findings": [_v2_finding(r) for r in a.get("reasons", [])]}
+                                   if isinstance(a, dict) else a for a in fid["earlier_attempts"]]
+    return _set(_set(record, ("fidelity",), fid), ("schema_version",), 3)
+
+
 def version_of(record: Any, source: str = "trace") -> int:
     """The record's format version; TraceError if it has none this code knows."""
     if not isinstance(record, dict) or "schema_version" not in record:
@@ -215,6 +244,11 @@ def _series_problems(record: dict) -> list[str]:
     drop = record["measured"]["drop"]
     if drop["dropped"] > drop["seen"]:
         problems.append("measured/drop: dropped exceeds seen")
+    fid = record["fidelity"]
+    for where, item in [("fidelity", fid)] + [(f"fidelity/earlier_attempts/{i}", a)
+                                              for i, a in enumerate(fid.get("earlier_attempts", []))]:
+        if item["reasons"] != [f["text"] for f in item["findings"]]:
+            problems.append(f"{where}/reasons: not the findings' sentences, in their order")
     return problems
 
 

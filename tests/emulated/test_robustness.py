@@ -163,3 +163,16 @@ def test_a_runner_that_is_pid_1_starts_its_children():
     proc = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", code],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "0", proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--duration", "2", "--stack", "net.core.rmem_max=4096"], "condition.stack: 'net.core.rmem_max' is not a per-namespace"),
+    (["--duration", "2"], "exists; refusing to overwrite a raw trace (use --force)"),
+])
+def test_what_the_user_must_change_is_a_usage_error_not_a_failed_run(tmp_path, extra, message):
+    # told apart by the error's type (ConditionError, TraceExistsError), not its words
+    (tmp_path / "trace.json").write_text("{}")
+    out = subprocess.run(tcpeval_cmd("run", *ARGS, "--out", str(tmp_path), *extra), capture_output=True,
+                         text=True, env=env(), timeout=120)
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+    assert "run failed" not in out.stderr and (tmp_path / "trace.json").read_text() == "{}"

@@ -109,9 +109,10 @@ def test_the_paragraph_says_why_runs_were_left_out_per_factor():
     expected = pd.DataFrame({"run": [f"r{i}" for i in range(6)],
                              "criterion": ["dilation_k1"] * 2 + ["dilation_k2"] * 2 + ["dilation_k4"] * 2})
     flagged = pd.DataFrame({"run": ["r3", "r4", "r5"], "criterion": ["dilation_k2", "dilation_k4", "dilation_k4"],
-                            "flag_reasons": ["ACK clock: receivers sent 1.90 ...",
-                                             "ACK clock: receivers sent 1.72 ...; delay line: 9/100 frames ...",
-                                             "ACK clock: receivers sent 1.71 ..."]})
+                            # the checks' names are read, not the sentences (reworded here)
+                            "flag_reasons": ["receivers sent 1.90 ...", "receivers sent 1.72 ...; 9/100 frames ...",
+                                             "receivers sent 1.71 ..."],
+                            "flag_checks": ["ACK clock", "ACK clock; delay line", "ACK clock"]})
     ds = tables.Dataset(runs=pd.DataFrame(), flows=pd.DataFrame(), expected=expected, include_flagged=False)
     ds.flagged_runs = flagged
     assert dilation_check.flag_summary(ds) == (

@@ -116,7 +116,7 @@ def test_both_backends_share_one_record_skeleton(tmp_path):
     assert rec["schema_version"] == trace.SCHEMA_VERSION
     assert list(rec) == ["schema_version", "run", "condition", "environment", "mechanisms", "flows",
                          "measured", "fidelity", "started_at", "finished_at"]
-    assert set(rec["fidelity"]) == {"verdict", "reasons", "tolerances"} and "checks" in v
+    assert set(rec["fidelity"]) == {"verdict", "reasons", "findings", "tolerances"} and "checks" in v
     assert rec["measured"]["drop"] == {"seen": 0, "dropped": 0, "rate": None, "ci95": [0.0, 1.0],
                                        "interval": "wilson"}
     assert "notes" in record.build(condition=cond, run_dir=tmp_path, backend="emulated", environment={},

@@ -9,6 +9,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 from tcpeval import paths, snakemake_signals, spec, trace
+from tcpeval.report import paper as paper_stage
 
 min_version("9.0")
 

@@ -205,6 +205,8 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         "n_flows": len(per_flow),
         "verdict": record["fidelity"]["verdict"],
         "flag_reasons": "; ".join(record["fidelity"].get("reasons", [])),
+        # the checks that flagged it, each once, in the verdict's order (fidelity.findings)
+        "flag_checks": "; ".join(dict.fromkeys(f["check"] for f in record["fidelity"].get("findings", []))),
         "link_rate_bps": link,
         "measured_rtt_ms": _num(meas.get("rtt_ms")),
         "measured_drop": _num(meas["drop"].get("rate")),

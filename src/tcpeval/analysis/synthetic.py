@@ -127,7 +127,9 @@ def make_record(cond: Condition, raw_dir: str = paths.DEFAULT_RAW_DIR, *, flagge
                               "ci95": [0.0, 0.0]},
                      "bottleneck_rate_bps": float(sum(x.mean() for x in rates)), "host_capacity_bps": link},
         "fidelity": {"verdict": "flagged" if flagged else "ok",
-                     "reasons": ["synthetic flag for tests"] if flagged else []},
+                     "reasons": ["synthetic: a flag for tests"] if flagged else [],
+                     "findings": [{"check": "synthetic", "transient": False, "text": "synthetic: a flag for tests",
+                                   "measured": None, "limit": None}] if flagged else []},
         "started_at": now.isoformat(), "finished_at": (now + _dt.timedelta(seconds=cond.duration_s)).isoformat(),
         "notes": ["synthetic trace (tcpeval.analysis.synthetic): not a measurement"],
     }

@@ -40,6 +40,7 @@ RUN_SCHEMA = pa.schema([
     ("backend", _S), ("campaign", _S), ("criterion", _S), ("variants", _S), ("variant", _S),
     ("second", _S), ("rtt_ms", _F), ("drop", _F), ("rep", _I), ("duration_s", _F),
     ("interval_s", _F), ("n_flows", _I), ("verdict", _S), ("flag_reasons", _S),
+    ("flag_checks", _S),
     ("link_rate_bps", _F), ("measured_rtt_ms", _F), ("measured_drop", _F),
     ("dropped_packets", _I),
     ("hostname", _S), ("kernel", _S), ("git_revision", _S), ("tcpeval_version", _S),

@@ -6,9 +6,22 @@ from typing import Protocol, runtime_checkable
 
 from tcpeval.condition import Condition
 
+# A run flagged only for transient host trouble (fidelity.transient_only) is run again,
+# up to this many attempts in all (the emulated backend; planning's time limits allow it).
+RUN_ATTEMPTS = 3
+
 
 class BackendError(RuntimeError):
     """A run could not be performed; the message names the run and the step."""
+
+
+class ConditionError(BackendError):
+    """The condition asks for what this backend cannot realise; the message names the
+    field (``condition.<field>``). The user's to change, not a failed run."""
+
+
+class TraceExistsError(BackendError):
+    """The run's trace exists and overwriting it was not asked for (--force)."""
 
 
 @runtime_checkable

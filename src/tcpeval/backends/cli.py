@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tcpeval import dilation, quantity, spec, trace
 from tcpeval.backends import algorithms, common, get_backend, planning
-from tcpeval.backends.base import BackendError
+from tcpeval.backends.base import BackendError, ConditionError, TraceExistsError
 from tcpeval.errors import UserError
 
 
@@ -145,8 +145,7 @@ def cmd_run(args) -> int:
         raise UserError(str(err)) from None
     except BackendError as err:
         from tcpeval.backends.testbed import TestbedConfigError
-        if ("exists; refusing" in str(err) or str(err).startswith("condition.")
-                or isinstance(err, TestbedConfigError)):
+        if isinstance(err, (ConditionError, TraceExistsError, TestbedConfigError)):  # the user's to fix
             raise UserError(str(err)) from None
         print(f"tcpeval: run failed ({run_dir}): {err}\n  details: {run_dir / 'run.log'}", file=sys.stderr)
         return 1

@@ -129,18 +129,47 @@ def tolerances(dilation: int = 1) -> dict:
 
 
 # What a busy or virtualised host does to a run now and then, unlike a setting it cannot
-# realise: the ACK path stalled (delay line), a disturbed RTT set-up, the ports' hooks
-# skipped (cc, and the window and receiver-rate excesses that follow from it), and a
+# realise: the ACK path stalled (delay line, link), host queueing (loaded RTT), the ports'
+# hooks skipped (cc, and the window and receiver-rate excesses that follow from it), and a
 # stretched ACK clock, which at low rates varies between runs of one setting
-# (docs/fidelity.md, "Measurements behind the backend's choices"). A run flagged only for
-# these is worth running again (EmulatedBackend attempts); the trace keeps every attempt's reasons, and a run
+# (docs/fidelity.md, "Measurements behind the backend's choices"); a disturbed RTT set-up
+# too (an "rtt" finding says so itself). A run flagged only for these is worth running
+# again (EmulatedBackend attempts); the trace keeps every attempt's findings, and a run
 # that stays flagged through every attempt stays flagged.
-TRANSIENT = ("delay line:", "link:", "loaded RTT:", "cc:", "window:", "receiver rate:", "rtt: measured",
-             "ACK clock:")
+TRANSIENT_CHECKS = frozenset({"delay line", "link", "loaded RTT", "cc", "window", "receiver rate",
+                              "ACK clock"})
 
 
-def transient_only(reasons: list[str]) -> bool:
-    return bool(reasons) and all(r.startswith(TRANSIENT) for r in reasons)
+class Finding(str):
+    """One reason a run is flagged: the sentence people read ("<check>: ..."), carrying the
+    fields policy reads -- the check that found it, whether it is transient host trouble
+    (TRANSIENT_CHECKS unless the check says otherwise), the measured value and the limit
+    it broke, in the check's own unit (None where one number would not say it). Retries,
+    calibration and reports read the fields (the trace's fidelity.findings), never the
+    sentence."""
+    check: str
+    transient: bool
+    measured: float | None
+    limit: float | None
+
+    def __new__(cls, check: str, detail: str, *, transient: bool | None = None,
+                measured: float | None = None, limit: float | None = None):
+        self = super().__new__(cls, f"{check}: {detail}")
+        self.check = check
+        self.transient = check in TRANSIENT_CHECKS if transient is None else transient
+        self.measured = None if measured is None else float(measured)
+        self.limit = None if limit is None else float(limit)
+        return self
+
+    def record(self) -> dict:
+        return {"check": self.check, "transient": self.transient, "text": str(self),
+                "measured": self.measured, "limit": self.limit}
+
+
+def transient_only(findings: list[dict]) -> bool:
+    """Whether every finding (records as the trace keeps them) is transient host trouble:
+    a run flagged for these alone is worth running again."""
+    return bool(findings) and all(f["transient"] for f in findings)
 
 
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -154,16 +183,18 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     return (0.0 if k == 0 else max(0.0, centre - half), 1.0 if k == n else min(1.0, centre + half))
 
 
-def drop_check(p: float, seen: int, dropped: int) -> tuple[str | None, str]:
-    """(reason or None, status) for the drop stage."""
+def drop_check(p: float, seen: int, dropped: int) -> tuple[Finding | None, str]:
+    """(finding or None, status) for the drop stage."""
     if p == 0:
-        return (None, "ok") if dropped == 0 else (f"drop: {dropped} packets dropped with p = 0", "failed")
+        return (None, "ok") if dropped == 0 else (
+            Finding("drop", f"{dropped} packets dropped with p = 0", measured=dropped, limit=0), "failed")
     if seen * p < MIN_EXPECTED_DROPS:
         return None, f"not tested: expected drops {seen * p:.2g} < {MIN_EXPECTED_DROPS}"
     lo, hi = wilson(dropped, seen, Z_FLAG)
     if not lo <= p <= hi:
-        return (f"drop: measured rate {dropped}/{seen} = {dropped / seen:.3g}, 99.9% CI "
-                f"[{lo:.3g}, {hi:.3g}] excludes the configured p = {p:g}"), "failed"
+        return (Finding("drop", f"measured rate {dropped}/{seen} = {dropped / seen:.3g}, 99.9% CI "
+                                f"[{lo:.3g}, {hi:.3g}] excludes the configured p = {p:g}",
+                        measured=dropped / seen, limit=p), "failed")
     return None, "ok"
 
 
@@ -182,15 +213,15 @@ def _ms_key(ms: float) -> str:
 
 
 def window_check(max_cwnd_bytes: float | None, rate_bps: float, rtt_ms: float,
-                 buffer_bytes: float | None, loaded_rtt_ms: float | None = None) -> str | None:
+                 buffer_bytes: float | None, loaded_rtt_ms: float | None = None) -> Finding | None:
     if not max_cwnd_bytes or not rate_bps:
         return None
     rtt_ms = max(rtt_ms, loaded_rtt_ms or 0.0)
     bound = WINDOW_BOUND * (rate_bps * rtt_ms / 1e3 / 8 + (buffer_bytes or 0))
     if max_cwnd_bytes > bound:
-        return (f"window: a congestion window of {max_cwnd_bytes / 1e6:.3g} MB exceeds "
-                f"{WINDOW_BOUND} x (BDP + buffer) = {bound / 1e6:.3g} MB; no path needs it "
-                f"(a corrupted sender)")
+        return Finding("window", f"a congestion window of {max_cwnd_bytes / 1e6:.3g} MB exceeds "
+                                 f"{WINDOW_BOUND} x (BDP + buffer) = {bound / 1e6:.3g} MB; no path needs it "
+                                 f"(a corrupted sender)", measured=max_cwnd_bytes, limit=bound)
     return None
 
 
@@ -215,9 +246,9 @@ def loaded_rtt_bound_ms(rtt_setting_ms: float, buffer_bytes: float, rate_bps: fl
 
 
 def loaded_rtt_check(per_flow: dict, rtt_setting_ms: float, buffer_bytes: float | None,
-                     rate_bps: float | None, dilation: int = 1) -> str | None:
-    """per_flow: {flow label: loaded_rtt(...) or None}. Times physical; the reason speaks
-    in the virtual path's units (/ dilation)."""
+                     rate_bps: float | None, dilation: int = 1) -> Finding | None:
+    """per_flow: {flow label: loaded_rtt(...) or None}. Times physical; the finding speaks
+    in the virtual path's units (/ dilation), its measured value the worst flow's."""
     if not rate_bps or not per_flow:
         return None
     bound = loaded_rtt_bound_ms(rtt_setting_ms, buffer_bytes or 0, rate_bps, dilation)
@@ -226,15 +257,17 @@ def loaded_rtt_check(per_flow: dict, rtt_setting_ms: float, buffer_bytes: float 
             for label, m in per_flow.items() if m and m["quantile_ms"] > bound]
     if over:
         virtual = " (virtual)" if k > 1 else ""
-        return (f"loaded RTT: senders measured {', '.join(over)}{virtual} at their "
-                f"{LOADED_RTT_QUANTILE:.0%} quantile, above the {bound / k:.3g} ms the path allows "
-                f"(RTT {rtt_setting_ms / k:g} ms + buffer/rate {8e3 * (buffer_bytes or 0) / rate_bps / k:.3g} ms "
-                f"+ {LOADED_RTT_REL:.0%}): the host queued them outside the model")
+        worst = max(m["quantile_ms"] for m in per_flow.values() if m)
+        return Finding("loaded RTT", f"senders measured {', '.join(over)}{virtual} at their "
+                       f"{LOADED_RTT_QUANTILE:.0%} quantile, above the {bound / k:.3g} ms the path allows "
+                       f"(RTT {rtt_setting_ms / k:g} ms + buffer/rate {8e3 * (buffer_bytes or 0) / rate_bps / k:.3g} ms "
+                       f"+ {LOADED_RTT_REL:.0%}): the host queued them outside the model",
+                       measured=worst / k, limit=bound / k)
     return None
 
 
 def ack_clock_check(segments_per_ack: float | None, acks: int | None,
-                    after_hole_fills: float | None = None) -> str | None:
+                    after_hole_fills: float | None = None) -> Finding | None:
     """after_hole_fills: the same ratio with HOLE_FILL_ACKS ACKs per retransmission left
     out, judged against the lower bound only: a filled hole releases a window's data to
     the reader at once, and the window updates of its reads (tcp_cleanup_rbuf, 3.16 too)
@@ -247,14 +280,15 @@ def ack_clock_check(segments_per_ack: float | None, acks: int | None,
         return None
     if not lo <= segments_per_ack <= hi:
         what = "stretch ACKs" if segments_per_ack > hi else "ACKs for less than two segments"
-        return (f"ACK clock: receivers sent {segments_per_ack:.2f} in-order segments per ACK "
-                f"in steady state, "
-                f"outside [{lo}, {hi}] ({what}; 3.16 receivers ACKed every second segment)")
+        return Finding("ACK clock", f"receivers sent {segments_per_ack:.2f} in-order segments per ACK "
+                                    f"in steady state, outside [{lo}, {hi}] ({what}; 3.16 receivers "
+                                    "ACKed every second segment)",
+                       measured=segments_per_ack, limit=hi if segments_per_ack > hi else lo)
     return None
 
 
 def receiver_rate_check(interval_bps: list, rate_bps: float, held_bytes: float = 0.0,
-                        interval_s: float | None = None) -> str | None:
+                        interval_s: float | None = None) -> Finding | None:
     """interval_bps: the receivers' per-interval rates, one list per flow (or one flat
     list). held_bytes: what a receiver may hold behind a hole and release at once, over
     the sampling interval interval_s. Judged on each two adjacent intervals of a flow: a
@@ -277,15 +311,16 @@ def receiver_rate_check(interval_bps: list, rate_bps: float, held_bytes: float =
     if over:
         top = max(r for rates in flows for r in rates if r is not None)
         held = f" plus what a receiver holds at once ({held_bytes / 1e6:.3g} MB)" if held_bytes else ""
-        return (f"receiver rate: {len(over)} pair(s) of adjacent intervals averaging up to "
-                f"{max(over) / 1e9:.3g} Gbps (one interval up to {top / 1e9:.3g}), above "
-                f"{INTERVAL_RATE_MAX} x the bottleneck's {rate_bps / 1e9:.3g} Gbps{held}")
+        return Finding("receiver rate", f"{len(over)} pair(s) of adjacent intervals averaging up to "
+                                        f"{max(over) / 1e9:.3g} Gbps (one interval up to {top / 1e9:.3g}), above "
+                                        f"{INTERVAL_RATE_MAX} x the bottleneck's {rate_bps / 1e9:.3g} Gbps{held}",
+                       measured=max(over), limit=INTERVAL_RATE_MAX * rate_bps)
     return None
 
 
-def guard_check(guard: dict | None) -> str | None:
+def guard_check(guard: dict | None) -> Finding | None:
     """guard: {algorithm: counter deltas} (tcpeval.cc guard_stats), None where no port ran."""
-    parts = []
+    parts, events = [], 0
     for name, g in sorted((guard or {}).items()):
         if not g:
             continue
@@ -294,13 +329,14 @@ def guard_check(guard: dict | None) -> str | None:
         # that follows (PRR on the stack's threshold): its echoes, not more skips
         unexplained = max(0, g["foreign_cwnd"] - GUARD_ECHOES_PER_SKIP * g["missed_reductions"])
         if skips + unexplained > max(GUARD_MIN_EVENTS, GUARD_SHARE_MAX * g["reductions"]):
+            events += skips + unexplained
             parts.append(f"{name}: {g['missed_reductions']} reductions without its ssthresh() "
                          f"of {g['reductions'] + g['missed_reductions']}, {g['missed_states']} state "
                          f"changes without its set_state(), {g['foreign_ssthresh']} thresholds no stack value "
                          f"can be, {g['foreign_cwnd']} windows no hook of the port allowed")
     if parts:
-        return ("cc: the host ran congestion-control hooks without the port's program "
-                "(repaired at the next hook, but too often): " + "; ".join(parts))
+        return Finding("cc", "the host ran congestion-control hooks without the port's program "
+                             "(repaired at the next hook, but too often): " + "; ".join(parts), measured=events)
     return None
 
 
@@ -309,14 +345,14 @@ def guard_check(guard: dict | None) -> str | None:
 PACING_DEFAULTS = frozenset({"bbr"})
 
 
-def pacing_check(sender_defaults: dict) -> str | None:
+def pacing_check(sender_defaults: dict) -> Finding | None:
     """sender_defaults: {sender: its net.ipv4.tcp_congestion_control}. 3.16 hosts (no fq
     qdisc) never paced; a sender whose connections start under a pacing algorithm does."""
     paced = sorted(f"{who} ({cc})" for who, cc in sender_defaults.items() if cc in PACING_DEFAULTS)
     if paced:
-        return (f"pacing: connections of {', '.join(paced)} start under a default algorithm that "
-                "marks them for TCP-internal pacing, kept after iperf3 -C switches them; "
-                "3.16 senders did not pace")
+        return Finding("pacing", f"connections of {', '.join(paced)} start under a default algorithm that "
+                                 "marks them for TCP-internal pacing, kept after iperf3 -C switches them; "
+                                 "3.16 senders did not pace", measured=len(paced), limit=0)
     return None
 
 
@@ -330,7 +366,7 @@ def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, rtt_ms:
             interval_bps: list = (), interval_s: float | None = None, cc_guard: dict | None = None,
             sender_defaults: dict | None = None, link_stats: dict | None = None,
             loaded_rtts: dict | None = None, receiver_holds_bytes: float | None = None,
-            extra_reasons: list[str] = (), dilation: int = 1) -> dict:
+            extra_reasons: list[Finding] = (), dilation: int = 1) -> dict:
     """The verdict of both backends. Every time-valued argument is physical; `dilation`
     converts the tolerances. A check whose measurement a backend does not have is skipped
     when its input is None (or empty): the testbed has no base-RTT bound, delay line,
@@ -357,80 +393,90 @@ def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, rtt_ms:
                    guard_check(cc_guard), pacing_check(sender_defaults or {})):
         if reason:
             reasons.append(reason)
-    return {"verdict": "flagged" if reasons else "ok", "reasons": reasons,
+    return {"verdict": "flagged" if reasons else "ok", "reasons": [str(r) for r in reasons],
+            "findings": [r.record() for r in reasons],
             "tolerances": tolerances(k), "checks": {"drop": drop_status}}
 
 
-def _rtt_reasons(setting_ms: float, base_ms: float | None, rtt_ms: float | None, k: int) -> list[str]:
+def _rtt_reasons(setting_ms: float, base_ms: float | None, rtt_ms: float | None, k: int) -> list[Finding]:
     reasons = []
     tol = rtt_tolerance_ms(setting_ms, k)
     if base_ms is not None and base_ms > setting_ms + tol:
-        reasons.append(f"rtt: the path's base RTT {base_ms:.3f} ms exceeds the setting "
-                       f"{setting_ms} ms")
+        reasons.append(Finding("rtt", f"the path's base RTT {base_ms:.3f} ms exceeds the setting "
+                                      f"{setting_ms} ms", measured=base_ms, limit=setting_ms + tol))
     if rtt_ms is None:
-        reasons.append("rtt: not measured")
+        reasons.append(Finding("rtt", "not measured"))
     elif abs(rtt_ms - setting_ms) > tol:
-        reasons.append(f"rtt: measured {rtt_ms:.3f} ms, setting {setting_ms} ms, "
-                       f"tolerance +-{tol:.3f} ms")
+        # the path can reach the setting (its base RTT is below it): the set-up was disturbed
+        reasons.append(Finding("rtt", f"measured {rtt_ms:.3f} ms, setting {setting_ms} ms, "
+                                      f"tolerance +-{tol:.3f} ms", transient=True,
+                               measured=rtt_ms, limit=setting_ms + tol if rtt_ms > setting_ms else setting_ms - tol))
     return reasons
 
 
 def _rate_reasons(p: float, rate_bps: float, host_capacity_bps: float | None,
-                  achieved_bps: float | None, cpu_busy: float | None) -> list[str]:
+                  achieved_bps: float | None, cpu_busy: float | None) -> list[Finding]:
     reasons = []
     if host_capacity_bps is None:
-        reasons.append("rate: host capacity unknown (run `tcpeval calibrate`)")
+        reasons.append(Finding("rate", "host capacity unknown (run `tcpeval calibrate`)"))
     elif rate_bps > host_capacity_bps:
-        reasons.append(f"rate: configured {rate_bps / 1e9:.3g} Gbps exceeds what this host "
-                       f"carries faithfully ({host_capacity_bps / 1e9:.3g} Gbps, calibration)")
+        reasons.append(Finding("rate", f"configured {rate_bps / 1e9:.3g} Gbps exceeds what this host "
+                                       f"carries faithfully ({host_capacity_bps / 1e9:.3g} Gbps, calibration)",
+                               measured=rate_bps, limit=host_capacity_bps))
     if (p == 0 and cpu_busy is not None and achieved_bps is not None and cpu_busy >= CPU_SATURATED
             and achieved_bps < RATE_SHORTFALL * rate_bps):
-        reasons.append(f"rate: host CPUs {cpu_busy:.0%} busy while the bottleneck carried "
-                       f"{achieved_bps / 1e9:.3g} of {rate_bps / 1e9:.3g} Gbps: host-limited")
+        reasons.append(Finding("rate", f"host CPUs {cpu_busy:.0%} busy while the bottleneck carried "
+                                       f"{achieved_bps / 1e9:.3g} of {rate_bps / 1e9:.3g} Gbps: host-limited",
+                               measured=achieved_bps, limit=RATE_SHORTFALL * rate_bps))
     return reasons
 
 
-def _delay_line_reasons(delay_stats: dict | None, k: int) -> list[str]:
+def _delay_line_reasons(delay_stats: dict | None, k: int) -> list[Finding]:
     if not delay_stats:
         return []
     reasons = []
     if delay_stats.get("ring_drops", 0) > 0:
-        reasons.append(f"delay line: {delay_stats['ring_drops']} frames lost in its rings")
-    return reasons + _lateness_reasons("delay line: {n}/{total} frames left more than {ms} ms late",
-                                       "delay line: {n}/{total} frames held back {ms} ms or more",
+        reasons.append(Finding("delay line", f"{delay_stats['ring_drops']} frames lost in its rings",
+                               measured=delay_stats["ring_drops"], limit=0))
+    return reasons + _lateness_reasons("delay line", "{n}/{total} frames left more than {ms} ms late",
+                                       "{n}/{total} frames held back {ms} ms or more",
                                        delay_stats, delay_stats.get("forwarded", 0),
                                        late_frames(delay_stats, k), k)
 
 
-def _lateness_reasons(late_text: str, held_text: str, stats: dict, total: int, late: int | None,
-                      k: int, late_note: str = "") -> list[str]:
+def _lateness_reasons(check: str, late_text: str, held_text: str, stats: dict, total: int, late: int | None,
+                      k: int, late_note: str = "") -> list[Finding]:
     """The delay line's lateness limits (LATE_* x the dilation) on a count of frames sent,
     of which `late` left more than LATE_MAX_MS late; stats["late_ge_ms"] has the count
-    held back LATE_HARD_MS or more. The texts get n, total and ms filled in."""
+    held back LATE_HARD_MS or more. The texts get n, total and ms filled in; the findings'
+    measured values and limits are shares of the frames sent."""
     reasons = []
     virtual = f" physical, {k} x the virtual limit" if k > 1 else ""
     if total and late is not None and late / total > LATE_SHARE_MAX:
-        reasons.append(late_text.format(n=late, total=total, ms=_ms_key(LATE_MAX_MS * k)) + virtual + late_note)
+        reasons.append(Finding(check, late_text.format(n=late, total=total, ms=_ms_key(LATE_MAX_MS * k))
+                               + virtual + late_note, measured=late / total, limit=LATE_SHARE_MAX))
     held = (stats.get("late_ge_ms") or {}).get(_ms_key(LATE_HARD_MS * k))
     if total and held is not None and held / total > LATE_HARD_SHARE_MAX:
-        reasons.append(held_text.format(n=held, total=total, ms=_ms_key(LATE_HARD_MS * k)) + virtual
-                       + f" (max {stats.get('max_late_ns', 0) / 1e6:.3g} ms)")
+        reasons.append(Finding(check, held_text.format(n=held, total=total, ms=_ms_key(LATE_HARD_MS * k)) + virtual
+                               + f" (max {stats.get('max_late_ns', 0) / 1e6:.3g} ms)",
+                               measured=held / total, limit=LATE_HARD_SHARE_MAX))
     return reasons
 
 
-def _link_reasons(link: dict | None, k: int) -> list[str]:
+def _link_reasons(link: dict | None, k: int) -> list[Finding]:
     """The link engine's own record (tevdelay.c link_stats): lost or unsent data frames,
     and departures later than the delay line's limits."""
     if not link:
         return []
     reasons = []
     if link.get("ring_drops", 0) > 0 or link.get("send_errors", 0) > 0:
-        reasons.append(f"link: {link.get('ring_drops', 0)} data frames lost in the engine's rings, "
-                       f"{link.get('send_errors', 0)} not sent")
+        reasons.append(Finding("link", f"{link.get('ring_drops', 0)} data frames lost in the engine's rings, "
+                                       f"{link.get('send_errors', 0)} not sent",
+                               measured=link.get("ring_drops", 0) + link.get("send_errors", 0), limit=0))
     late = (link.get("late_ge_ms") or {}).get(_ms_key(LATE_MAX_MS * k))
     return reasons + _lateness_reasons(
-        "link: {n}/{total} data frames left more than {ms} ms after their scheduled departure",
-        "link: {n}/{total} data frames held back {ms} ms or more", link, link.get("sent", 0), late, k,
+        "link", "{n}/{total} data frames left more than {ms} ms after their scheduled departure",
+        "{n}/{total} data frames held back {ms} ms or more", link, link.get("sent", 0), late, k,
         late_note=f" (p99.9 {link.get('late_us_p999')} us)")
 
 

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 from tcpeval import dilation, quantity
+from tcpeval.backends.base import RUN_ATTEMPTS
 
 # Wall time of a run beyond its traffic: namespaces, qdiscs, BPF, RTT set-up, teardown,
 # trace writing (`make bench` measures it; ~10 s here, more with the delay line's RTT
@@ -101,8 +102,9 @@ def makespan_s(walls: list[float], nodes: int) -> float:
 
 
 # A job's time limit (SLURM --time) over its expected wall time: runs retried inside the
-# backend (up to 3 attempts when the host flags one) and slower nodes must still fit.
-TIME_LIMIT_MARGIN = 3.5
+# backend (RUN_ATTEMPTS when the host flags one) and slower nodes (half a run more) must fit.
+SLOW_NODE_MARGIN = 0.5
+TIME_LIMIT_MARGIN = RUN_ATTEMPTS + SLOW_NODE_MARGIN
 TIME_LIMIT_MIN_MIN = 10
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tcpeval import provenance
 from tcpeval.backends import common, fidelity
-from tcpeval.backends.base import BackendError
+from tcpeval.backends.base import BackendError, TraceExistsError
 from tcpeval.trace import SCHEMA_VERSION, TRACE_FILE
 
 
@@ -22,7 +22,7 @@ def refuse_overwrite(run_dir: Path, force: bool) -> Path:
     """run_dir/trace.json; an error if it exists and ``force`` is not given."""
     target = Path(run_dir) / TRACE_FILE
     if target.exists() and not force:
-        raise BackendError(f"{target} exists; refusing to overwrite a raw trace (use --force)")
+        raise TraceExistsError(f"{target} exists; refusing to overwrite a raw trace (use --force)")
     return target
 
 

@@ -97,8 +97,7 @@ def flag_summary(ds: T.Dataset) -> str:
     for k in sorted({dc.factor_of(c) for c in flagged["criterion"] if dc.factor_of(c)}):
         rows = flagged[flagged["criterion"].map(dc.factor_of) == k]
         expected = int((ds.expected["criterion"].map(dc.factor_of) == k).sum())
-        kinds = sorted({reason.split(":", 1)[0].strip() for text in rows["flag_reasons"].fillna("")
-                        for reason in text.split("; ") if ":" in reason})
+        kinds = sorted({check for text in rows["flag_checks"].fillna("") for check in text.split("; ") if check})
         parts.append(f"{len(rows)} of {expected} runs at $k = {k}$"
                      + (f" ({escape(', '.join(kinds))})" if kinds else ""))
     return "Flagged by their fidelity verdict and left out: " + "; ".join(parts) + "."

@@ -142,7 +142,7 @@ def default_rate(capacity_bps: float) -> float:
     return math.floor(capacity_bps * DEFAULT_FRACTION / GRID_BPS) * GRID_BPS
 
 
-def delivered_shortfall(record: dict, rate_bps: float) -> list[str]:
+def delivered_shortfall(record: dict, rate_bps: float) -> list[fidelity.Finding]:
     """At p = 0 native CUBIC (buffer = BDP) keeps the link busy, so it delivers the rate's
     payload share (PAYLOAD_SHARE: the paper's segments in wire frames). A steady state
     below DELIVERY of that means the host, not the link, limited the flow -- on a 2-CPU
@@ -158,9 +158,10 @@ def delivered_shortfall(record: dict, rate_bps: float) -> list[str]:
         steady, how = m["steady_throughput_bps"] or 0.0, "the receivers' samples"
     payload = PAYLOAD_SHARE * rate_bps
     if steady < DELIVERY * payload:
-        return [f"rate: delivered {steady / 1e9:.3f} of the {payload / 1e9:.3f} Gbps of payload a "
-                f"{rate_bps / 1e9:.2f} Gbps link carries (< {DELIVERY:.0%}; {how}): the host, "
-                "not the link, limited the flow"]
+        return [fidelity.Finding("rate", f"delivered {steady / 1e9:.3f} of the {payload / 1e9:.3f} Gbps of "
+                                         f"payload a {rate_bps / 1e9:.2f} Gbps link carries (< {DELIVERY:.0%}; "
+                                         f"{how}): the host, not the link, limited the flow",
+                                 measured=steady, limit=DELIVERY * payload)]
     return []
 
 
@@ -188,7 +189,8 @@ def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duratio
                                flows, rate, link, judged_at=judged_at)
             except BackendError as err:  # a run the host could not finish: not faithful
                 rec = failed_record(err)
-            reasons = rec["fidelity"]["reasons"] + delivered_shortfall(rec, rate)
+            findings = rec["fidelity"]["findings"] + [f.record() for f in delivered_shortfall(rec, rate)]
+            reasons = [f["text"] for f in findings]
             acks = rec["measured"].get("acks") or {}
             tried.append({"rate_bps": rate, "attempt": attempt + 1, "verdict": "flagged" if reasons else "ok",
                           "reasons": reasons, "steady_bps": rec["measured"]["steady_throughput_bps"],
@@ -196,7 +198,7 @@ def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duratio
                           "cpu_stolen": rec["measured"].get("cpu_stolen")})
             log(f"calibration: {link or 'link'} {flows} flow(s) at {rtt_ms} ms, {rate / 1e9:.1f} Gbps: "
                 f"{'flagged' if reasons else 'ok'}{' (' + '; '.join(reasons) + ')' if reasons else ''}")
-            if not reasons or not fidelity.transient_only(reasons):
+            if not reasons or not fidelity.transient_only(findings):
                 break
         return not reasons
 
@@ -221,7 +223,8 @@ def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duratio
 def failed_record(err: Exception) -> dict:
     """What a calibration run that failed counts as: flagged for it, nothing delivered (at
     193.6 ms and 3.6 Gbps, a one-BDP buffer of 169 MB, iperf3's control connection broke)."""
-    return {"fidelity": {"verdict": "flagged", "reasons": [f"run failed: {err}"]},
+    failed = fidelity.Finding("run failed", str(err), transient=False)
+    return {"fidelity": {"verdict": "flagged", "reasons": [str(failed)], "findings": [failed.record()]},
             "flows": [], "measured": {"steady_throughput_bps": 0.0, "rtt_ms": None, "acks": {}}}
 
 

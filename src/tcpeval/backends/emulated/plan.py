@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from tcpeval import dilation as dilation_mod
 from tcpeval.backends import common
-from tcpeval.backends.base import BackendError
+from tcpeval.backends.base import ConditionError
 from tcpeval.backends.emulated import calibrate, host
 
 MAX_FLOWS = host.MAX_PAIRS  # sender/receiver pairs of the dumbbell (parallel-flow designs: 10)
@@ -47,27 +47,27 @@ class Plan:
 def check_condition(condition) -> None:
     """Reject what the emulated backend cannot realise, naming the field."""
     if condition.backend != "emulated":
-        raise BackendError(f"condition.backend is {condition.backend!r}, expected 'emulated'")
+        raise ConditionError(f"condition.backend is {condition.backend!r}, expected 'emulated'")
     if not 1 <= len(condition.flows) <= MAX_FLOWS:
-        raise BackendError(f"condition.flows: {len(condition.flows)} flows; the dumbbell has "
+        raise ConditionError(f"condition.flows: {len(condition.flows)} flows; the dumbbell has "
                            f"{MAX_FLOWS} sender/receiver pairs")
     for i, flow in enumerate(condition.flows):
         if flow.protocol not in ("tcp", "udp"):
-            raise BackendError(f"condition.flows[{i}].protocol: {flow.protocol!r} is not tcp or udp")
+            raise ConditionError(f"condition.flows[{i}].protocol: {flow.protocol!r} is not tcp or udp")
         if not 0 <= flow.start_s < condition.duration_s:
-            raise BackendError(f"condition.flows[{i}].start_s: {flow.start_s} must lie in "
+            raise ConditionError(f"condition.flows[{i}].start_s: {flow.start_s} must lie in "
                                f"[0, duration_s={condition.duration_s})")
         if flow.stop_s is not None and not flow.start_s < flow.stop_s <= condition.duration_s:
-            raise BackendError(f"condition.flows[{i}].stop_s: {flow.stop_s} must lie after its start "
+            raise ConditionError(f"condition.flows[{i}].stop_s: {flow.stop_s} must lie after its start "
                                f"({flow.start_s}) and at the latest at duration_s={condition.duration_s}")
         if flow.protocol == "udp" and not flow.rate_bps:
-            raise BackendError(f"condition.flows[{i}].rate_bps: a UDP cross-traffic flow needs a rate")
+            raise ConditionError(f"condition.flows[{i}].rate_bps: a UDP cross-traffic flow needs a rate")
     for name in condition.stack or {}:
         if not name.startswith("net.ipv4."):
-            raise BackendError(f"condition.stack: {name!r} is not a per-namespace net.ipv4.* "
+            raise ConditionError(f"condition.stack: {name!r} is not a per-namespace net.ipv4.* "
                                "sysctl (host-global settings are never changed by a run)")
     if condition.rate_bps is not None and condition.rate_bps <= 0:
-        raise BackendError(f"condition.rate_bps: {condition.rate_bps} must be > 0")
+        raise ConditionError(f"condition.rate_bps: {condition.rate_bps} must be > 0")
 
 
 def stack_settings(condition, dilation: int = 1) -> dict:
@@ -99,7 +99,7 @@ def for_condition(condition, cal: dict, log) -> Plan:
     try:
         k, link, capacity = calibrate.factor_for(cal, condition, rate)
     except dilation_mod.DilationError as err:
-        raise BackendError(f"condition.{err}") from None
+        raise ConditionError(f"condition.{err}") from None
     if k > 1:
         log(f"time dilation x{k}: {rate / 1e9:.3g} Gbps at {condition.rtt_ms} ms runs as "
             f"{rate / k / 1e9:.3g} Gbps at {condition.rtt_ms * k:g} ms for "

@@ -121,8 +121,9 @@ def verdict(run, achieved: float, steady: float, cpu_busy: float | None) -> dict
     # algorithm does; only a foreign default's pacing is the stack's doing
     defaults = sender_defaults(run.endpoint_sysctls, len(plan.flows))
     foreign_defaults = {who: cc for (who, cc), fp in zip(defaults.items(), run.flows) if cc != fp.kernel_name}
-    extra = [f"cc: flow {flow.variant} asked for the 3.16 port; ran the host's native {handle.kernel_name} "
-             f"(tcpeval.cc unavailable)"
+    # not the host's passing trouble: every attempt would run the native algorithm again
+    extra = [fidelity.Finding("cc", f"flow {flow.variant} asked for the 3.16 port; ran the host's native "
+                                    f"{handle.kernel_name} (tcpeval.cc unavailable)", transient=False)
              for flow, handle in zip(plan.flows, run.handles)
              if handle is not None and flow.impl == "port" and handle.impl != "port"]
     shaped = plan.rate_bps is not None

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from tcpeval import trace as trace_mod
 from tcpeval.backends import common, fidelity
-from tcpeval.backends.base import BackendError
+from tcpeval.backends.base import RUN_ATTEMPTS, BackendError
 from tcpeval.backends.emulated import (
     awake,
     bottleneck,
@@ -51,7 +51,7 @@ from tcpeval.backends.emulated.plan import Plan, check_condition
 from tcpeval.backends.record import refuse_overwrite
 from tcpeval.spec import adhoc_condition
 
-ATTEMPTS = 3  # a run flagged only for transient host trouble is run again, up to this often
+ATTEMPTS = RUN_ATTEMPTS
 
 
 class RunInterrupted(BaseException):
@@ -145,11 +145,11 @@ class EmulatedBackend:
                     earlier = []
                     while True:
                         record = self._execute(condition, run_dir, plan, art, log)
-                        reasons = record["fidelity"]["reasons"]
+                        reasons, findings = record["fidelity"]["reasons"], record["fidelity"]["findings"]
                         if (record["fidelity"]["verdict"] == "ok" or len(earlier) + 1 >= self.attempts
-                                or not fidelity.transient_only(reasons)):
+                                or not fidelity.transient_only(findings)):
                             break
-                        earlier.append({"reasons": reasons, "mean_throughput_bps":
+                        earlier.append({"reasons": reasons, "findings": findings, "mean_throughput_bps":
                                         [f["summary"]["mean_throughput_bps"] for f in record["flows"]],
                                         "cpu_stolen": record["measured"].get("cpu_stolen")})
                         log(f"attempt {len(earlier)} flagged by the host, not the setting "

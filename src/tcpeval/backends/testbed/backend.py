@@ -25,7 +25,7 @@ import yaml
 
 from tcpeval import drop_model, trace
 from tcpeval.backends import common, fidelity, record
-from tcpeval.backends.base import BackendError
+from tcpeval.backends.base import BackendError, ConditionError
 from tcpeval.backends.testbed import registers
 from tcpeval.backends.testbed.hosts import SshHost, remote_tmpdir
 
@@ -126,25 +126,25 @@ class TestbedBackend:
     # ------------------------------------------------------------------ a run
     def _check(self, condition, desc: dict) -> None:
         if condition.backend != "testbed":
-            raise BackendError(f"condition.backend is {condition.backend!r}, expected 'testbed'")
+            raise ConditionError(f"condition.backend is {condition.backend!r}, expected 'testbed'")
         pairs = min(len(desc["senders"]), len(desc["receivers"]))
         if len(condition.flows) > pairs:
-            raise BackendError(f"condition.flows: {len(condition.flows)} flows, the testbed has "
+            raise ConditionError(f"condition.flows: {len(condition.flows)} flows, the testbed has "
                                f"{pairs} sender/receiver pairs ({desc['_source']})")
         patched = float(desc["path"]["rtt_ms"])
         tol = desc["path"]["rtt_tolerance_ms"] or fidelity.rtt_tolerance_ms(patched)
         if abs(condition.rtt_ms - patched) > tol:
-            raise BackendError(
+            raise ConditionError(
                 f"condition.rtt_ms = {condition.rtt_ms}: the testbed path is patched for {patched} ms "
                 f"(path.rtt_ms in {desc['_source']}); re-patch the rings and update it, or run "
                 "the conditions of this RTT first")
         for i, flow in enumerate(condition.flows):
             if flow.protocol == "tcp" and flow.impl not in desc["cc_names"]:
-                raise BackendError(f"condition.flows[{i}].impl: {flow.impl!r} is not set up on the testbed "
+                raise ConditionError(f"condition.flows[{i}].impl: {flow.impl!r} is not set up on the testbed "
                                    f"(cc_names in {desc['_source']} has {', '.join(desc['cc_names'])}); "
                                    "register your own object on the senders and name it under cc_names")
             if flow.protocol == "udp" and not flow.rate_bps:
-                raise BackendError(f"condition.flows[{i}].rate_bps: a UDP cross-traffic flow needs a rate")
+                raise ConditionError(f"condition.flows[{i}].rate_bps: a UDP cross-traffic flow needs a rate")
 
     def _execute(self, condition, run_dir: Path, desc: dict, log) -> dict:
         started_at = common.now_iso()
