@@ -1,5 +1,6 @@
 """The design expresses Table II exactly, campaigns scale it, and bad input stops early."""
 import copy
+import re
 
 import pytest
 import yaml
@@ -173,8 +174,9 @@ def test_invalid_design_file_is_reported_with_its_path(tmp_path, design):
 
 
 @pytest.mark.parametrize("kwargs, field", [
-    ({"variants": ["Vegas!"]}, "variant"), ({"rtt_ms": -1}, "rtt"), ({"drop": 2}, "drop"),
-    ({"duration_s": 0}, "duration"), ({"variants": ["bic"], "starts": [0, 1]}, "start"),
+    ({"variants": ["Vegas!"]}, r"flows\[0\]\.variant"), ({"rtt_ms": -1}, "rtt_ms"), ({"drop": 2}, "drop"),
+    ({"duration_s": 0}, "duration_s"), ({"variants": ["bic"], "starts": [0, 1]}, "start"),
+    ({"starts": [5]}, r"flows\[0\]\.start_s"), ({"stops": [9]}, r"flows\[0\]\.stop_s"),
 ])
 def test_adhoc_condition_errors_name_the_field(kwargs, field):
     args = dict(variants=["bic"], rtt_ms=6.2, drop=1e-5, duration_s=5)
@@ -281,3 +283,19 @@ def test_the_dilation_campaigns_differ_only_in_the_factor_and_share_drop_seeds(d
 def test_seed_from_must_name_a_criterion(design):
     design["criteria"]["dilation_k2"]["seed_from"] = "dilation_k0"
     assert "criteria/dilation_k2/seed_from: unknown criterion 'dilation_k0'" in _error(design)
+
+
+def test_one_rule_judges_a_condition_wherever_it_comes_from():
+    # the design, an ad-hoc run and both backends ask Condition.problems: a flow that stops
+    # after the run is refused by each in the same words
+    from tcpeval.backends.base import ConditionError
+    from tcpeval.backends.emulated.plan import check_condition
+    from tcpeval.condition import Condition, Flow
+    late = Condition(backend="emulated", campaign="c", criterion="x", flows=(Flow("reno", stop_s=9.0),),
+                     rtt_ms=2.0, drop=0.0, rep=1, duration_s=5.0)
+    rule = "flows[0].stop_s: the flow stops at 9 s"
+    assert late.problems()[0].startswith(rule)
+    with pytest.raises(spec.SpecError, match=re.escape(rule)):
+        spec.adhoc_condition(["reno"], 2.0, 0.0, 5.0, stops=[9.0])
+    with pytest.raises(ConditionError, match=re.escape("condition." + rule)):
+        check_condition(late)

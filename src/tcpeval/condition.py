@@ -1,11 +1,15 @@
-"""One run's condition as a value: its flows and settings (`Condition`, `Flow`).
+"""One run's condition as a value: its flows and settings (`Condition`, `Flow`), and what
+makes one valid (`Flow.problems`, `Condition.problems`): the design, an ad-hoc run and
+both backends ask these, and add only what is theirs (a design's templates, a backend's
+hardware).
 
-A leaf of the package (it imports only tcpeval.errors): the design (tcpeval.spec) makes
-conditions, the path grammar (tcpeval.paths) names them, backends run them and the
-analysis reads them back from traces.
+A leaf of the package: the design (tcpeval.spec) makes conditions, the path grammar
+(tcpeval.paths) names them, backends run them and the analysis reads them back from
+traces.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 BACKENDS = ("emulated", "testbed")
@@ -39,6 +43,27 @@ class Flow:
 
     def end_s(self, duration_s: float) -> float:
         return duration_s if self.stop_s is None else self.stop_s
+
+    def problems(self, duration_s: float) -> list[str]:
+        """What makes this flow of a run lasting ``duration_s`` invalid, each as
+        '<field>: <why>'; empty if nothing does."""
+        out = []
+        if self.protocol not in ("tcp", UDP):
+            out.append(f"protocol: {self.protocol!r} is not tcp or udp")
+        elif self.protocol == UDP and not (self.rate_bps and self.rate_bps > 0):
+            out.append("rate_bps: a UDP cross-traffic flow needs a rate (e.g. rate_bps: 2G)")
+        elif self.protocol == "tcp" and not re.match(VARIANT_NAME, self.variant):
+            out.append(f"variant: {self.variant!r} is not an algorithm name (lower-case letters, digits, _)")
+        if self.impl not in IMPLS:
+            out.append(f"impl: {self.impl!r} is not allowed; allowed values: {', '.join(IMPLS)}")
+        elif (self.impl == "bpf") != (self.object is not None):
+            out.append("impl: impl bpf and object (the .bpf.o path) go together")
+        if not 0 <= self.start_s < duration_s:
+            out.append(f"start_s: the flow starts at {self.start_s:g} s, outside the run [0, {duration_s:g}) s")
+        elif self.stop_s is not None and not self.start_s < self.stop_s <= duration_s:
+            out.append(f"stop_s: the flow stops at {self.stop_s:g} s; a flow stops after its start "
+                       f"({self.start_s:g} s) and at the latest at the end of the run ({duration_s:g} s)")
+        return out
 
     @property
     def label(self) -> str:
@@ -82,6 +107,25 @@ class Condition:
     @property
     def variants(self) -> tuple[str, ...]:
         return tuple(f.variant for f in self.flows)
+
+    def problems(self) -> list[str]:
+        """What makes this condition invalid on any backend, each as '<field>: <why>'
+        (flows[i].<field> for a flow); empty if nothing does."""
+        out = []
+        if self.backend not in BACKENDS:
+            out.append(f"backend: unknown backend {self.backend!r}; allowed values: {', '.join(BACKENDS)}")
+        if not self.flows:
+            out.append("flows: at least one flow is needed")
+        ranges = [("rtt_ms", self.rtt_ms >= 0, ">= 0 ms"), ("drop", 0 <= self.drop <= 1, "in [0, 1]"),
+                  ("duration_s", self.duration_s > 0, "> 0 s"), ("interval_s", self.interval_s > 0, "> 0 s"),
+                  ("background_loss", 0 <= self.background_loss <= 1, "in [0, 1]"), ("rep", self.rep >= 1, ">= 1"),
+                  ("rate_bps", self.rate_bps is None or self.rate_bps > 0, "> 0 (or unset)"),
+                  ("buffer_bytes", self.buffer_bytes is None or self.buffer_bytes > 0, "> 0 (or unset)")]
+        out += [f"{name}: {getattr(self, name)!r} is out of range; must be {rule}" for name, ok, rule in ranges
+                if not ok]
+        for i, flow in enumerate(self.flows):
+            out += [f"flows[{i}].{p}" for p in flow.problems(self.duration_s)]
+        return out
 
     @property
     def flow_labels(self) -> tuple[str, ...]:

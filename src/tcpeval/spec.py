@@ -20,7 +20,7 @@ import yaml
 
 from tcpeval import dilation as dilation_mod
 from tcpeval import mathis, paths, quantity, trace
-from tcpeval.condition import BACKENDS, IMPLS, UDP, VARIANT_NAME, Condition, Flow
+from tcpeval.condition import BACKENDS, UDP, VARIANT_NAME, Condition, Flow
 from tcpeval.errors import SpecError
 from tcpeval.provenance import REPO_ROOT
 
@@ -380,23 +380,17 @@ def _flows_of(crit: dict, name: str, point: dict, settings: dict, duration: floa
         start = num["start_fraction"] * duration if num["start_fraction"] is not None else float(num["start_s"] or 0.0)
         stop = (num["stop_fraction"] * duration if num["stop_fraction"] is not None
                 else (float(num["stop_s"]) if num["stop_s"] is not None else None))
-        if not 0 <= start < duration:
-            raise SpecError(f"{where}: starts at {start:g} s, outside the run [0, {duration:g}) s")
-        if stop is not None and not start < stop <= duration:
-            raise SpecError(f"{where}: stops at {stop:g} s; a flow stops after its start ({start:g} s) "
-                            f"and at the latest at the end of the run ({duration:g} s)")
-        if stop is not None and stop >= duration:
-            stop = None  # runs to the end
         udp = tmpl.get("protocol") == "udp"
         count = int(num["count"] or 1)
         flow = Flow(variant=UDP if udp else _render(tmpl["variant"], labels),
                     impl=tmpl.get("impl", settings["impl"]) if not udp else "native",
-                    start_s=float(start), stop_s=stop,
+                    start_s=float(start), stop_s=None if stop == duration else stop,  # None: to the end
                     protocol="udp" if udp else "tcp",
                     rate_bps=float(num["rate_bps"]) if num["rate_bps"] is not None else None,
                     object=tmpl.get("object"))
-        if flow.impl == "bpf" and not flow.object:
-            raise SpecError(f"{where}: impl bpf needs object: path/to/algorithm.bpf.o")
+        problems = flow.problems(duration)
+        if problems:
+            raise SpecError(f"{where}: " + "; ".join(problems))
         flows.extend([flow] * count)
     return flows
 
@@ -501,45 +495,26 @@ def adhoc_condition(variants: list[str], rtt_ms: float, drop: float, duration_s:
                     buffer_bytes: int | None = None, background_loss: float = 0.0, hz: int = 250,
                     seed: int | None = None, rep: int = 1, dilation: str | int = "auto",
                     object_path: str | None = None) -> Condition:
-    """A condition outside any design (`tcpeval run --variant ...`), validated like one.
-    Whether the backend offers the algorithms is its own check (backends.algorithms)."""
-    if not variants:
-        raise SpecError("variant: at least one flow is needed")
-    for v in variants:
-        if not re.match(VARIANT_NAME, v):
-            raise SpecError(f"variant: {v!r} is not an algorithm name (lower-case letters, digits, _)")
-    if impl not in IMPLS:
-        raise SpecError(f"impl: {impl!r} is not allowed; allowed values: {', '.join(IMPLS)}")
-    if (impl == "bpf") != (object_path is not None):
-        raise SpecError("impl: impl bpf and --object (the .bpf.o path) go together")
-    if backend not in BACKENDS:
-        raise SpecError(f"backend: unknown backend {backend!r}; allowed values: {', '.join(BACKENDS)}")
-    checks = [("rtt", rtt_ms, rtt_ms >= 0, ">= 0 ms"), ("drop", drop, 0 <= drop <= 1, "in [0, 1]"),
-              ("duration", duration_s, duration_s > 0, "> 0 s"), ("interval", interval_s, interval_s > 0, "> 0 s"),
-              ("background_loss", background_loss, 0 <= background_loss <= 1, "in [0, 1]"),
-              ("rep", rep, rep >= 1, ">= 1")]
-    for name, value, ok, rule in checks:
-        if not ok:
-            raise SpecError(f"{name}: {value!r} is out of range; must be {rule}")
+    """A condition outside any design (`tcpeval run --variant ...`), validated as every
+    condition is (Condition.problems). Whether the backend offers the algorithms is its
+    own check (backends.algorithms)."""
     starts = list(starts or [0.0] * len(variants))
     stops = list(stops or [None] * len(variants))
     if len(starts) != len(variants):
         raise SpecError(f"start: {len(starts)} start offsets for {len(variants)} flows")
     if len(stops) != len(variants):
         raise SpecError(f"stop: {len(stops)} stop times for {len(variants)} flows")
-    if any(s < 0 or s >= duration_s for s in starts):
-        raise SpecError(f"start: offsets {starts} must lie in [0, duration)")
-    for s, e in zip(starts, stops):
-        if e is not None and not s < e <= duration_s:
-            raise SpecError(f"stop: a flow starting at {s:g} s stops at {e:g} s; a stop lies after "
-                            f"its start and at the latest at the duration ({duration_s:g} s)")
     flows = tuple(Flow(variant=v, impl=impl, start_s=float(s),
-                       stop_s=float(e) if e is not None and e < duration_s else None, object=object_path)
+                       stop_s=float(e) if e is not None and e != duration_s else None, object=object_path)
                   for v, s, e in zip(variants, starts, stops))
-    return Condition(backend=backend, campaign="adhoc", criterion="adhoc", flows=flows,
+    cond = Condition(backend=backend, campaign="adhoc", criterion="adhoc", flows=flows,
                      rtt_ms=float(rtt_ms), drop=float(drop), rep=rep, duration_s=float(duration_s),
                      interval_s=float(interval_s), rate_bps=rate_bps, buffer_bytes=buffer_bytes,
                      background_loss=float(background_loss), hz=hz,
                      dilation=_dilation_setting(dilation),
                      seed=seed if seed is not None else _seed_for(
                          "adhoc", "adhoc", tuple(f.label for f in flows), rtt_ms, drop, rep))
+    problems = cond.problems()
+    if problems:
+        raise SpecError("; ".join(problems))
+    return cond

@@ -45,29 +45,17 @@ class Plan:
 
 
 def check_condition(condition) -> None:
-    """Reject what the emulated backend cannot realise, naming the field."""
+    """Reject what the emulated backend cannot realise, naming each field: what any run
+    needs (Condition.problems), and the dumbbell's own limits."""
+    problems = list(condition.problems())
     if condition.backend != "emulated":
-        raise ConditionError(f"condition.backend is {condition.backend!r}, expected 'emulated'")
-    if not 1 <= len(condition.flows) <= MAX_FLOWS:
-        raise ConditionError(f"condition.flows: {len(condition.flows)} flows; the dumbbell has "
-                           f"{MAX_FLOWS} sender/receiver pairs")
-    for i, flow in enumerate(condition.flows):
-        if flow.protocol not in ("tcp", "udp"):
-            raise ConditionError(f"condition.flows[{i}].protocol: {flow.protocol!r} is not tcp or udp")
-        if not 0 <= flow.start_s < condition.duration_s:
-            raise ConditionError(f"condition.flows[{i}].start_s: {flow.start_s} must lie in "
-                               f"[0, duration_s={condition.duration_s})")
-        if flow.stop_s is not None and not flow.start_s < flow.stop_s <= condition.duration_s:
-            raise ConditionError(f"condition.flows[{i}].stop_s: {flow.stop_s} must lie after its start "
-                               f"({flow.start_s}) and at the latest at duration_s={condition.duration_s}")
-        if flow.protocol == "udp" and not flow.rate_bps:
-            raise ConditionError(f"condition.flows[{i}].rate_bps: a UDP cross-traffic flow needs a rate")
-    for name in condition.stack or {}:
-        if not name.startswith("net.ipv4."):
-            raise ConditionError(f"condition.stack: {name!r} is not a per-namespace net.ipv4.* "
-                               "sysctl (host-global settings are never changed by a run)")
-    if condition.rate_bps is not None and condition.rate_bps <= 0:
-        raise ConditionError(f"condition.rate_bps: {condition.rate_bps} must be > 0")
+        problems.append(f"backend: {condition.backend!r}, expected 'emulated'")
+    if len(condition.flows) > MAX_FLOWS:
+        problems.append(f"flows: {len(condition.flows)} flows; the dumbbell has {MAX_FLOWS} sender/receiver pairs")
+    problems += [f"stack: {name!r} is not a per-namespace net.ipv4.* sysctl (host-global settings are "
+                 "never changed by a run)" for name in condition.stack or {} if not name.startswith("net.ipv4.")]
+    if problems:
+        raise ConditionError("; ".join(f"condition.{p}" for p in problems))
 
 
 def stack_settings(condition, dilation: int = 1) -> dict:

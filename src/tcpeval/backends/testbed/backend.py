@@ -125,6 +125,9 @@ class TestbedBackend:
 
     # ------------------------------------------------------------------ a run
     def _check(self, condition, desc: dict) -> None:
+        problems = condition.problems()  # what any run needs; then what this testbed has
+        if problems:
+            raise ConditionError("; ".join(f"condition.{p}" for p in problems))
         if condition.backend != "testbed":
             raise ConditionError(f"condition.backend is {condition.backend!r}, expected 'testbed'")
         pairs = min(len(desc["senders"]), len(desc["receivers"]))
@@ -143,8 +146,6 @@ class TestbedBackend:
                 raise ConditionError(f"condition.flows[{i}].impl: {flow.impl!r} is not set up on the testbed "
                                    f"(cc_names in {desc['_source']} has {', '.join(desc['cc_names'])}); "
                                    "register your own object on the senders and name it under cc_names")
-            if flow.protocol == "udp" and not flow.rate_bps:
-                raise ConditionError(f"condition.flows[{i}].rate_bps: a UDP cross-traffic flow needs a rate")
 
     def _execute(self, condition, run_dir: Path, desc: dict, log) -> dict:
         started_at = common.now_iso()
