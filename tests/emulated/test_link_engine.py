@@ -39,7 +39,10 @@ def test_the_link_engine_carries_its_rate_and_queues_at_most_its_buffer(backend,
 
 def test_tbf_stays_as_the_fallback_and_is_named(backend, rate, tmp_path, monkeypatch):
     monkeypatch.setenv("TCPEVAL_LINK", "tbf")
-    cond = adhoc_condition(["cubic"], 2.0, 0.0, 3.0, impl="native", rate_bps=rate, seed=5)
+    # dilation 1: `rate` is a share of the better mechanism's faithful rate, and TBF's may
+    # lie below it (0.4-0.5 Gbps in one calibration: native CUBIC would need x2, which it
+    # cannot have); this test is about the mechanism, not its fidelity
+    cond = adhoc_condition(["cubic"], 2.0, 0.0, 3.0, impl="native", rate_bps=rate, seed=5, dilation=1)
     rec = backend.run(cond, tmp_path)
     assert rec["mechanisms"]["rate"] == "tbf"
     assert rec["mechanisms"]["rate_detail"]["peakrate_bps"] > rate
