@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tcpeval import paths, quantity, spec
+from tcpeval import paths, quantity, run_index, spec
 from tcpeval.backends import algorithms
 
 DESIGNS = sorted((spec.REPO_ROOT / "config" / "designs").glob("*.yaml"))
@@ -38,10 +38,10 @@ def test_every_run_of_every_design_round_trips_path_to_condition_to_path(path):
         runs = spec.expand(design, campaign)
         dirs = [paths.run_dir(r) for r in runs]
         assert len(set(dirs)) == len(runs), campaign
-        index = paths.make_index(runs)
+        index = run_index.RunIndex(design, campaign, runs=runs)
         for run, d in zip(runs, dirs):
             assert d.startswith(f"data/raw/emulated/{design['name']}/{campaign}/")
-            assert spec.resolve_path(d + "/trace.json", design, index=index) == run
+            assert index.resolve(d + "/trace.json") == run and index.path_of(run) == d
             assert paths.run_dir_from_parts(paths.parse(d)) == d
 
 
@@ -92,7 +92,7 @@ def test_two_designs_with_the_same_campaign_name_never_share_a_path(tmp_path):
 def test_a_path_of_another_design_is_refused_by_name(tmp_path):
     design = _design(tmp_path, BASE + "      - {variant: reno}\n")
     with pytest.raises(spec.SpecError, match="run of design 'other'"):
-        spec.resolve_path("data/raw/emulated/other/short/c/reno/rtt10/drop0/rep1", design)
+        run_index.resolve_path("data/raw/emulated/other/short/c/reno/rtt10/drop0/rep1", design)
 
 
 @pytest.mark.parametrize("written", ["1e9", "1.0e9", "10G", "9.5gbit", "100Mbps", "1000000000"])

@@ -1,17 +1,18 @@
 """Run identity: every condition has one path, and the path names the condition."""
 import pytest
 
-from tcpeval import paths, spec
+from tcpeval import paths, run_index, spec
 
 
 def test_every_paper_run_round_trips_path_to_condition_to_path(design):
     runs = spec.expand(design, "paper")
     assert len({paths.run_dir(r) for r in runs}) == len(runs)
-    index = paths.make_index(runs)
+    index = run_index.RunIndex(design, "paper", runs=runs)
     for run in runs:
         path = paths.trace_path(run)
-        assert spec.resolve_path(path, design, index=index) == run
-        assert paths.trace_path(spec.resolve_path(path, design, index=index)) == path
+        assert index.resolve(path) == run
+        assert paths.trace_path(index.resolve(path)) == path
+    assert run_index.resolve_path(paths.trace_path(runs[-1]), design) == runs[-1]  # the index built from the path
 
 
 def test_path_reads_as_the_condition(design):
@@ -35,13 +36,13 @@ def test_rtt_is_written_as_shortest_decimal(value, text):
 def test_path_without_trace_name_and_with_other_raw_dir(design):
     run = spec.expand(design, "smoke")[0]
     d = paths.run_dir(run, "/tmp/raw")
-    assert spec.resolve_path(d, design, raw_dir="/tmp/raw") == run
+    assert run_index.resolve_path(d, design, raw_dir="/tmp/raw") == run
 
 
 def test_unknown_run_shows_grammar_and_nearest_path(design):
     bad = "data/raw/emulated/paper/responsiveness/bic/rtt6.3/drop1e-05/rep1/trace.json"
     with pytest.raises(spec.SpecError) as err:
-        spec.resolve_path(bad, design)
+        run_index.resolve_path(bad, design)
     msg = str(err.value)
     assert "<backend>[/<design>]/<campaign>/<criterion>" in msg
     assert "nearest valid path: data/raw/emulated/paper/responsiveness/bic/rtt6.2/drop1e-05/rep1/trace.json" in msg
@@ -49,17 +50,17 @@ def test_unknown_run_shows_grammar_and_nearest_path(design):
 
 def test_non_canonical_number_points_to_the_canonical_path(design):
     with pytest.raises(spec.SpecError, match="drop1e-05/rep1/trace.json"):
-        spec.resolve_path("data/raw/emulated/paper/responsiveness/bic/rtt6.2/drop1e-5/rep1/trace.json", design)
+        run_index.resolve_path("data/raw/emulated/paper/responsiveness/bic/rtt6.2/drop1e-5/rep1/trace.json", design)
 
 
 def test_garbage_path_shows_grammar(design):
     with pytest.raises(spec.SpecError, match="is not a run path; expected"):
-        spec.resolve_path("results/foo.json", design)
+        run_index.resolve_path("results/foo.json", design)
 
 
 def test_repetition_beyond_campaign_is_unknown(design):
     with pytest.raises(spec.SpecError, match="names no run of campaign 'smoke'"):
-        spec.resolve_path("data/raw/emulated/smoke/responsiveness/bic/rtt6.2/drop0/rep2", design)
+        run_index.resolve_path("data/raw/emulated/smoke/responsiveness/bic/rtt6.2/drop0/rep2", design)
 
 
 def test_wildcard_constraints_accept_every_path(design):

@@ -5,7 +5,7 @@ import re
 import pytest
 import yaml
 
-from tcpeval import paths, spec
+from tcpeval import paths, run_index, spec
 
 
 def test_paper_campaign_has_table_ii_counts(design):
@@ -212,7 +212,7 @@ def test_validation_campaign_runs_reno_port_and_native_long_enough_for_100_loss_
     # the two criteria keep their runs apart, and every path reads back to its condition
     assert len({paths.run_dir(r) for r in runs}) == len(runs)
     for r in runs:
-        assert spec.Condition.from_dict(spec.resolve_path(paths.run_dir(r), design=design).to_dict()) == r
+        assert spec.Condition.from_dict(run_index.resolve_path(paths.run_dir(r), design=design).to_dict()) == r
 
 
 def test_a_criterion_naming_an_unknown_campaign_or_a_loss_rule_at_p_zero_is_refused():

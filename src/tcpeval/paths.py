@@ -168,11 +168,6 @@ def split_run_id(run_id: str) -> tuple[str, str]:
     return scope, rest
 
 
-def make_index(runs: list[Condition], raw_dir: str = DEFAULT_RAW_DIR) -> dict[str, Condition]:
-    """Run directory -> condition, for resolving many paths of one campaign."""
-    return {run_dir(c, raw_dir): c for c in runs}
-
-
 def run_dir_from_parts(parts: dict, raw_dir: str = DEFAULT_RAW_DIR) -> str:
     return str(PurePosixPath(raw_dir, *_segments(
         parts["backend"], parts.get("design"), parts["campaign"], parts["criterion"], parts["variants"],

@@ -12,14 +12,14 @@ import re
 import string
 import zlib
 from functools import lru_cache
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Iterable
 
 import jsonschema
 import yaml
 
 from tcpeval import dilation as dilation_mod
-from tcpeval import mathis, paths, quantity, trace
+from tcpeval import mathis, paths, quantity
 from tcpeval.condition import BACKENDS, UDP, VARIANT_NAME, Condition, Flow
 from tcpeval.errors import SpecError
 from tcpeval.provenance import REPO_ROOT
@@ -448,37 +448,6 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                 seen[path] = identity
                 runs.append(cond)
     return runs
-
-
-def resolve_path(path: str | Path, design: dict, raw_dir: str = paths.DEFAULT_RAW_DIR,
-                 index: dict[str, Condition] | None = None) -> Condition:
-    """The condition a run path names in a design, or an error showing the nearest valid path.
-
-    ``index``: `paths.make_index(runs)` of the campaign, when the caller resolves many paths of one campaign."""
-    parts = paths.parse(path, raw_dir)
-    if parts["backend"] not in BACKENDS:
-        raise SpecError(f"{path!s}: unknown backend {parts['backend']!r}; allowed values: {', '.join(BACKENDS)}")
-    label = design_label(design)
-    if parts["design"] != label:
-        have = f"design {parts['design']!r}" if parts["design"] else "the paper's design (no design segment)"
-        want = f"design {label!r} (segment after the backend)" if label else "the paper's design (no design segment)"
-        raise SpecError(f"{path!s} is a run of {have}; the design given is {want}")
-    try:
-        if index is None:
-            index = paths.make_index(expand(design, parts["campaign"], parts["backend"]), raw_dir)
-    except SpecError as err:
-        raise SpecError(f"{path!s}: {err}") from None
-    wanted = paths.run_dir_from_parts(parts, raw_dir)
-    given = str(PurePosixPath(str(path)))
-    given = given[: -len(trace.TRACE_FILE) - 1] if given.endswith("/" + trace.TRACE_FILE) else given
-    if not given.endswith(wanted[len(str(PurePosixPath(raw_dir))):]):
-        raise SpecError(f"{path!s} is not in canonical form; the run is {wanted}/{trace.TRACE_FILE}")
-    if wanted in index:
-        return index[wanted]
-    near = difflib.get_close_matches(wanted, list(index), n=1, cutoff=0.0)
-    hint = f"\nnearest valid path: {near[0]}/{trace.TRACE_FILE}" if near else ""
-    raise SpecError(f"{path!s} names no run of campaign {parts['campaign']!r}.\n"
-                    f"grammar: {paths.GRAMMAR}{hint}")
 
 
 def counts_by_criterion(runs: Iterable[Condition]) -> dict[str, int]:

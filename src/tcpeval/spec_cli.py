@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tcpeval import paths, spec
+from tcpeval import paths, run_index, spec
 from tcpeval.errors import UserError
 
 
@@ -62,7 +62,7 @@ def cmd_runs(args) -> int:
 def cmd_resolve(args) -> int:
     design = _load(args)
     try:
-        cond = spec.resolve_path(args.path, design, args.raw_dir)
+        cond = run_index.resolve_path(args.path, design, args.raw_dir)
     except spec.SpecError as err:
         raise UserError(str(err)) from None
     json.dump(cond.to_dict(), sys.stdout, indent=1)

@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from tcpeval import paths, snakemake_signals, spec, trace
+from tcpeval import paths, run_index, snakemake_signals, spec, trace
 from tcpeval.report import paper as paper_stage
 
 min_version("9.0")
@@ -74,7 +74,7 @@ wildcard_constraints:
 # {scope}: <backend>[/<design>]/<campaign>;
 # {rest}: <criterion>/<flows>/rtt../drop..[/factors]/rep<k> (tcpeval.paths.GRAMMAR)
 RUN_PATTERN = paths.run_pattern(RAW_DIR)
-RUN_INDEX = paths.make_index(RUNS, RAW_DIR)
+RUN_INDEX = run_index.RunIndex(DESIGN, CAMPAIGN, BACKEND, RAW_DIR, runs=RUNS)
 NODE_CEILING = planning.node_ceiling(config["node_faithful_rate"])
 
 

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from tcpeval import dilation, quantity, spec, trace
+from tcpeval import dilation, quantity, run_index, spec, trace
 from tcpeval.backends import algorithms, common, get_backend, planning
 from tcpeval.backends.base import BackendError, ConditionError, TraceExistsError
 from tcpeval.errors import UserError
@@ -58,7 +58,7 @@ def _condition(args):
             raise UserError("give either a run path or --variant/--flows, not both")
         try:
             design = spec.load_design(args.design)
-            condition = spec.resolve_path(args.target, design, args.raw_dir)
+            condition = run_index.resolve_path(args.target, design, args.raw_dir)
         except spec.SpecError as err:
             raise UserError(str(err)) from None
         target = Path(args.target)
