@@ -116,7 +116,8 @@ SKIP_BAD = "--skip-bad" if config["skip_bad"] else ""
 METRIC_OPTS = " ".join(f"--{key} {value}" for key, value in config["metrics"].items())
 FLAGGED = "--include-flagged" if config["include_flagged"] else ""
 # The campaign's tidy tables (metrics_gather), read by the figures, tables and reports.
-TABLES = {name: f"{RESULTS}/{name}.parquet" for name in ("runs", "flows", "samples")}
+TABLE_NAMES = ("runs", "flows", "samples")
+TABLES = {name: f"{RESULTS}/{name}.parquet" for name in TABLE_NAMES}
 
 
 def gathered_run_dirs(wildcards=None):
@@ -214,10 +215,7 @@ def other_campaign_tables(wildcards):
     for campaign in OTHER_CAMPAIGNS:
         results = PurePosixPath(RESULTS).parent / campaign
         if os.path.exists(results / "runs.parquet"):
-            tables += [
-                str(results / f"{name}.parquet")
-                for name in ("runs", "flows", "samples")
-            ]
+            tables += [str(results / f"{name}.parquet") for name in TABLE_NAMES]
     return tables
 
 

@@ -20,6 +20,13 @@ class ConditionError(BackendError):
     field (``condition.<field>``). The user's to change, not a failed run."""
 
 
+def refuse_condition(problems: list[str]) -> None:
+    """Raise one ConditionError naming each problem ('<field>: <why>') as condition.<field>,
+    if there is any."""
+    if problems:
+        raise ConditionError("; ".join(f"condition.{p}" for p in problems))
+
+
 class TraceExistsError(BackendError):
     """The run's trace exists and overwriting it was not asked for (--force)."""
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from tcpeval import dilation as dilation_mod
 from tcpeval.backends import common
-from tcpeval.backends.base import ConditionError
+from tcpeval.backends.base import ConditionError, refuse_condition
 from tcpeval.backends.emulated import calibrate, host
 
 MAX_FLOWS = host.MAX_PAIRS  # sender/receiver pairs of the dumbbell (parallel-flow designs: 10)
@@ -54,8 +54,7 @@ def check_condition(condition) -> None:
         problems.append(f"flows: {len(condition.flows)} flows; the dumbbell has {MAX_FLOWS} sender/receiver pairs")
     problems += [f"stack: {name!r} is not a per-namespace net.ipv4.* sysctl (host-global settings are "
                  "never changed by a run)" for name in condition.stack or {} if not name.startswith("net.ipv4.")]
-    if problems:
-        raise ConditionError("; ".join(f"condition.{p}" for p in problems))
+    refuse_condition(problems)
 
 
 def stack_settings(condition, dilation: int = 1) -> dict:

@@ -51,8 +51,6 @@ from tcpeval.backends.emulated.plan import Plan, check_condition
 from tcpeval.backends.record import refuse_overwrite
 from tcpeval.spec import adhoc_condition
 
-ATTEMPTS = RUN_ATTEMPTS
-
 
 class RunInterrupted(BaseException):
     """SIGTERM/SIGHUP during a run: unwinds like KeyboardInterrupt so teardown runs."""
@@ -120,7 +118,7 @@ class EmulatedBackend:
     name = "emulated"
 
     def __init__(self, *, progress: bool = False, lock_timeout_s: float = common.LOCK_TIMEOUT_S,
-                 rt_prio: int = 20, attempts: int = ATTEMPTS):
+                 rt_prio: int = 20, attempts: int = RUN_ATTEMPTS):
         self.progress, self.lock_timeout_s, self.rt_prio = progress, lock_timeout_s, rt_prio
         if attempts < 1:
             raise BackendError(f"attempts must be at least 1, got {attempts}")

@@ -25,7 +25,7 @@ import yaml
 
 from tcpeval import drop_model, trace
 from tcpeval.backends import common, fidelity, record
-from tcpeval.backends.base import BackendError, ConditionError
+from tcpeval.backends.base import BackendError, ConditionError, refuse_condition
 from tcpeval.backends.testbed import registers
 from tcpeval.backends.testbed.hosts import SshHost, remote_tmpdir
 
@@ -125,9 +125,7 @@ class TestbedBackend:
 
     # ------------------------------------------------------------------ a run
     def _check(self, condition, desc: dict) -> None:
-        problems = condition.problems()  # what any run needs; then what this testbed has
-        if problems:
-            raise ConditionError("; ".join(f"condition.{p}" for p in problems))
+        refuse_condition(condition.problems())  # what any run needs; then what this testbed has
         if condition.backend != "testbed":
             raise ConditionError(f"condition.backend is {condition.backend!r}, expected 'testbed'")
         pairs = min(len(desc["senders"]), len(desc["receivers"]))
