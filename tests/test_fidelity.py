@@ -1,7 +1,13 @@
 """The fidelity checks every backend applies (pure: no root needed)."""
+from dataclasses import replace
+
 import pytest
 
 from tcpeval.backends import fidelity
+from tcpeval.backends.fidelity import FlowMeasurements as Flows
+from tcpeval.backends.fidelity import HostMeasurements as Host
+from tcpeval.backends.fidelity import PathMeasurements as Path
+from tcpeval.backends.fidelity import Setting
 
 
 def test_a_seed_with_few_drops_by_chance_is_not_flagged():
@@ -38,9 +44,8 @@ def test_rtt_tolerance_is_absolute_for_short_and_relative_for_long_paths():
 
 
 def test_verdict_lists_every_reason():
-    out = fidelity.verdict(p=0, seen=10, dropped=1, rtt_setting_ms=6.2, base_rtt_ms=0.05, rtt_ms=7.0,
-                           rate_bps=5e9, host_capacity_bps=3e9, achieved_bps=None, cpu_busy=None,
-                           delay_stats=None)
+    out = fidelity.verdict(Setting(drop=0, rtt_ms=6.2, rate_bps=5e9),
+                           Path(seen=10, dropped=1, rtt_ms=7.0, base_rtt_ms=0.05), Host(capacity_bps=3e9))
     assert out["verdict"] == "flagged" and len(out["reasons"]) == 3
 
 
@@ -133,20 +138,22 @@ def test_senders_that_start_their_connections_under_bbr_are_flagged_as_paced():
     assert fidelity.pacing_check({}) is None
     reason = fidelity.pacing_check({"s1": "reno", "s2": "bbr"})
     assert reason.startswith("pacing:") and "s2 (bbr)" in reason and "s1" not in reason
-    v = fidelity.verdict(p=0, seen=10, dropped=0, rtt_setting_ms=6.2, base_rtt_ms=0.1, rtt_ms=6.2,
-                         rate_bps=1e8, host_capacity_bps=2e8, achieved_bps=1e8, cpu_busy=0.5,
-                         delay_stats=None, sender_defaults={"s1": "bbr"})
+    v = fidelity.verdict(Setting(drop=0, rtt_ms=6.2, rate_bps=1e8), Path(seen=10, dropped=0, rtt_ms=6.2, base_rtt_ms=0.1),
+                         Host(capacity_bps=2e8, achieved_bps=1e8, cpu_busy=0.5),
+                         Flows(sender_defaults={"s1": "bbr"}))
     assert v["verdict"] == "flagged" and any(r.startswith("pacing:") for r in v["reasons"])
 
 
 def _host_trouble() -> dict:
-    """Findings of every transient kind, as the checks produce them."""
-    return dict(p=0, seen=10**6, dropped=0, rtt_setting_ms=6.2, base_rtt_ms=0.1, rtt_ms=7.9,
-                rate_bps=1e9, host_capacity_bps=3e9, achieved_bps=0.95e9, cpu_busy=0.5,
-                delay_stats={"forwarded": 100_000, "quantum_ns": 5000, "error_histogram": {},
-                             "late_ge_ms": {"1": 900, "2": 500, "5": 10}, "max_late_ns": 9e6},
-                max_cwnd_bytes=1e12, buffer_bytes=775_000, segments_per_ack=7.99,
-                receiver_acks=28_478, interval_bps=[1e9, 29e9], cc_guard={"reno316": _guard(100, missed=30)})
+    """The verdict's measurements with findings of every transient kind, as the checks
+    produce them."""
+    return dict(setting=Setting(drop=0, rtt_ms=6.2, rate_bps=1e9, buffer_bytes=775_000),
+                path=Path(seen=10**6, dropped=0, rtt_ms=7.9, base_rtt_ms=0.1),
+                host=Host(capacity_bps=3e9, achieved_bps=0.95e9, cpu_busy=0.5,
+                          delay_stats={"forwarded": 100_000, "quantum_ns": 5000, "error_histogram": {},
+                                       "late_ge_ms": {"1": 900, "2": 500, "5": 10}, "max_late_ns": 9e6}),
+                flows=Flows(max_cwnd_bytes=1e12, segments_per_ack=7.99, receiver_acks=28_478,
+                            interval_bps=[1e9, 29e9], cc_guard={"reno316": _guard(100, missed=30)}))
 
 
 def test_only_host_trouble_is_transient():
@@ -155,10 +162,13 @@ def test_only_host_trouble_is_transient():
     assert fidelity.transient_only(trouble)
     assert not fidelity.transient_only([])
     # a setting the host cannot realise is not worth running again, beside host trouble or alone
-    for setting in (dict(p=1e-4, seen=2_000_000, dropped=120),       # the dropper miscounts
-                    dict(rate_bps=4e9, host_capacity_bps=3e9),       # above the calibration
-                    dict(base_rtt_ms=1.1, rtt_setting_ms=0.2, rtt_ms=1.1)):  # the path is longer
-        findings = fidelity.verdict(**{**_host_trouble(), **setting})["findings"]
+    trouble = _host_trouble()
+    s, path = trouble["setting"], trouble["path"]
+    for setting in (dict(setting=replace(s, drop=1e-4), path=replace(path, seen=2_000_000, dropped=120)),
+                    dict(setting=replace(s, rate_bps=4e9)),           # above the calibration (3e9)
+                    dict(setting=replace(s, rtt_ms=0.2),              # the path is longer
+                         path=replace(path, base_rtt_ms=1.1, rtt_ms=1.1))):
+        findings = fidelity.verdict(**{**trouble, **setting})["findings"]
         assert not fidelity.transient_only(findings), setting
         alone = [f for f in findings if not f["transient"]]
         assert alone and not fidelity.transient_only(alone)
@@ -176,13 +186,8 @@ def test_a_finding_carries_its_check_measurement_and_limit_beside_the_sentence()
 
 
 def test_verdict_names_each_new_reason():
-    v = fidelity.verdict(p=0, seen=10**6, dropped=0, rtt_setting_ms=6.2, base_rtt_ms=0.1, rtt_ms=6.2,
-                         rate_bps=1e9, host_capacity_bps=3e9, achieved_bps=0.95e9, cpu_busy=0.5,
-                         delay_stats={"forwarded": 100_000, "quantum_ns": 5000, "error_histogram": {},
-                                      "late_ge_ms": {"1": 900, "2": 500, "5": 10}, "max_late_ns": 9e6},
-                         max_cwnd_bytes=1e12, buffer_bytes=775_000, segments_per_ack=7.99,
-                         receiver_acks=28_478, interval_bps=[1e9, 29e9],
-                         cc_guard={"reno316": _guard(100, missed=30)})
+    trouble = _host_trouble()
+    v = fidelity.verdict(**{**trouble, "path": replace(trouble["path"], rtt_ms=6.2)})
     kinds = [r.split(":", 1)[0] for r in v["reasons"]]
     assert v["verdict"] == "flagged"
     assert kinds == ["delay line", "window", "ACK clock", "receiver rate", "cc"], v["reasons"]
@@ -195,10 +200,9 @@ def _late_line(late_ge_ms: dict) -> dict:
 
 
 def _verdict_at(k: int, delay_stats: dict, rtt_ms: float | None = None) -> dict:
-    return fidelity.verdict(p=0, seen=10**6, dropped=0, rtt_setting_ms=6.2 * k, base_rtt_ms=0.1,
-                            rtt_ms=rtt_ms or 6.2 * k, rate_bps=1e9 / k, host_capacity_bps=1e9,
-                            achieved_bps=0.95e9 / k, cpu_busy=0.5, delay_stats=delay_stats,
-                            dilation=k)
+    return fidelity.verdict(Setting(drop=0, rtt_ms=6.2 * k, rate_bps=1e9 / k, dilation=k),
+                            Path(seen=10**6, dropped=0, rtt_ms=rtt_ms or 6.2 * k, base_rtt_ms=0.1),
+                            Host(capacity_bps=1e9, achieved_bps=0.95e9 / k, cpu_busy=0.5, delay_stats=delay_stats))
 
 
 def test_a_dilated_run_judges_lateness_in_virtual_time():
@@ -245,25 +249,24 @@ def test_older_traces_without_the_threshold_count_histogram_buckets():
 def test_checks_without_a_measurement_are_skipped_as_on_the_testbed():
     # the testbed has the drop counters, ping's RTT and the senders' default algorithm,
     # nothing else: only those are judged, in the order drop, rtt, pacing
-    v = fidelity.verdict(p=1e-2, seen=100_000, dropped=5, rtt_setting_ms=6.2, rtt_ms=7.0,
-                         sender_defaults={"s1": "bbr"})
+    v = fidelity.verdict(Setting(drop=1e-2, rtt_ms=6.2), Path(seen=100_000, dropped=5, rtt_ms=7.0),
+                         flows=Flows(sender_defaults={"s1": "bbr"}))
     kinds = [r.split(":", 1)[0] for r in v["reasons"]]
     assert kinds == ["drop", "rtt", "pacing"], v["reasons"]
     assert v["reasons"][1] == "rtt: measured 7.000 ms, setting 6.2 ms, tolerance +-0.186 ms"
-    ok = fidelity.verdict(p=0, seen=100_000, dropped=0, rtt_setting_ms=6.2, rtt_ms=6.25,
-                          sender_defaults={"s1": "reno"})
+    ok = fidelity.verdict(Setting(drop=0, rtt_ms=6.2), Path(seen=100_000, dropped=0, rtt_ms=6.25),
+                          flows=Flows(sender_defaults={"s1": "reno"}))
     assert ok["verdict"] == "ok" and ok["tolerances"] == fidelity.tolerances()
 
 
 def test_without_a_configured_rate_no_rate_check_applies():
     # an unshaped calibration run (and the testbed): no capacity to exceed, no shortfall
-    v = fidelity.verdict(p=0, seen=10**6, dropped=0, rtt_setting_ms=0.2, base_rtt_ms=0.1, rtt_ms=0.2,
-                         rate_bps=None, host_capacity_bps=None, achieved_bps=1e9, cpu_busy=1.0,
-                         delay_stats=None, max_cwnd_bytes=1e12, interval_bps=[50e9])
+    path = Path(seen=10**6, dropped=0, rtt_ms=0.2, base_rtt_ms=0.1)
+    v = fidelity.verdict(Setting(drop=0, rtt_ms=0.2), path, Host(achieved_bps=1e9, cpu_busy=1.0),
+                         Flows(max_cwnd_bytes=1e12, interval_bps=[50e9]))
     assert v["reasons"] == []
-    shaped = fidelity.verdict(p=0, seen=10**6, dropped=0, rtt_setting_ms=0.2, base_rtt_ms=0.1, rtt_ms=0.2,
-                              rate_bps=1e9, host_capacity_bps=None, achieved_bps=1e9, cpu_busy=0.5,
-                              delay_stats=None)
+    shaped = fidelity.verdict(Setting(drop=0, rtt_ms=0.2, rate_bps=1e9), path,
+                              Host(achieved_bps=1e9, cpu_busy=0.5))
     assert shaped["reasons"] == ["rate: host capacity unknown (run `tcpeval calibrate`)"]
 
 
@@ -330,8 +333,8 @@ def test_a_reader_that_fell_behind_may_take_its_whole_receive_buffer_at_once():
     # 24.2 ms at 0.9 Gbps: a reader on a busy CPU got 2.26 Gbps in one 0.1-s interval
     # (28 MB), more than one BDP plus the buffer (5.4 MB) and its window (10.9 MB), all
     # of it from its 43.6 MB receive buffer
-    args = dict(p=0, seen=10**6, dropped=0, rtt_setting_ms=24.2, rtt_ms=24.2, rate_bps=0.9e9,
-                host_capacity_bps=0.9e9, buffer_bytes=2.72e6, interval_bps=[[0.86e9, 2.26e9, 0.9e9]],
-                interval_s=0.1)
-    assert any(r.startswith("receiver rate") for r in fidelity.verdict(**args)["reasons"])
-    assert fidelity.verdict(**args, receiver_holds_bytes=43.6e6)["reasons"] == []
+    setting = Setting(drop=0, rtt_ms=24.2, rate_bps=0.9e9, buffer_bytes=2.72e6, interval_s=0.1)
+    path, host = Path(seen=10**6, dropped=0, rtt_ms=24.2), Host(capacity_bps=0.9e9)
+    burst = Flows(interval_bps=[[0.86e9, 2.26e9, 0.9e9]])
+    assert any(r.startswith("receiver rate") for r in fidelity.verdict(setting, path, host, burst)["reasons"])
+    assert fidelity.verdict(setting, path, host, replace(burst, receiver_holds_bytes=43.6e6))["reasons"] == []

@@ -109,7 +109,8 @@ def test_both_backends_share_one_record_skeleton(tmp_path):
     from tcpeval.backends import fidelity, record
 
     cond = condition(6.2)
-    v = fidelity.verdict(p=cond.drop, seen=0, dropped=0, rtt_setting_ms=6.2, rtt_ms=6.2)
+    v = fidelity.verdict(fidelity.Setting(drop=cond.drop, rtt_ms=6.2),
+                         fidelity.PathMeasurements(seen=0, dropped=0, rtt_ms=6.2))
     rec = record.build(condition=cond, run_dir=tmp_path, backend="testbed", environment={}, mechanisms={},
                        flows=[], measured={"drop": record.drop_measurement(0, 0)}, verdict=v,
                        started_at="t0")

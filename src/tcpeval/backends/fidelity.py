@@ -74,6 +74,7 @@ Tolerances (documented in the trace under fidelity.tolerances):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 MIN_EXPECTED_DROPS = 10
 Z95 = 1.959963984540054
@@ -356,41 +357,81 @@ def pacing_check(sender_defaults: dict) -> Finding | None:
     return None
 
 
-def verdict(*, p: float, seen: int, dropped: int, rtt_setting_ms: float, rtt_ms: float | None,
-            base_rtt_ms: float | None = None, rate_bps: float | None = None,
-            host_capacity_bps: float | None = None, achieved_bps: float | None = None,
-            cpu_busy: float | None = None, delay_stats: dict | None = None,
-            max_cwnd_bytes: float | None = None, buffer_bytes: float | None = None,
-            segments_per_ack: float | None = None, receiver_acks: int | None = None,
-            segments_per_ack_after_hole_fills: float | None = None,
-            interval_bps: list = (), interval_s: float | None = None, cc_guard: dict | None = None,
-            sender_defaults: dict | None = None, link_stats: dict | None = None,
-            loaded_rtts: dict | None = None, receiver_holds_bytes: float | None = None,
-            extra_reasons: list[Finding] = (), dilation: int = 1) -> dict:
-    """The verdict of both backends. Every time-valued argument is physical; `dilation`
-    converts the tolerances. A check whose measurement a backend does not have is skipped
-    when its input is None (or empty): the testbed has no base-RTT bound, delay line,
-    window, ACK-clock or guard data, and no configured rate to judge (rate_bps None, as an
-    unshaped calibration run); only the drop and the measured RTT are always judged."""
-    k = dilation
-    reasons = list(extra_reasons)
-    reason, drop_status = drop_check(p, seen, dropped)
+@dataclass(frozen=True)
+class Setting:
+    """What the run asked of the path, physical (a dilated run's k x RTT and rate / k),
+    and its factor k, by which the time-valued tolerances scale."""
+    drop: float
+    rtt_ms: float
+    rate_bps: float | None = None       # None: no configured rate (unshaped, the testbed)
+    buffer_bytes: float | None = None
+    interval_s: float | None = None     # the flows' sampling interval
+    dilation: int = 1
+
+
+@dataclass(frozen=True)
+class PathMeasurements:
+    """What the path did: the drop stage's counts and the RTTs measured on it."""
+    seen: int
+    dropped: int
+    rtt_ms: float | None                # the idle probes' median, delay in place
+    base_rtt_ms: float | None = None    # the path without added delay
+    loaded_rtts: dict | None = None     # per flow, loaded_rtt() of its senders' samples
+
+
+@dataclass(frozen=True)
+class HostMeasurements:
+    """Whether the host kept up: its calibrated capacity, what the bottleneck carried,
+    its CPUs, and the lateness of the delay line and the link engine."""
+    capacity_bps: float | None = None
+    achieved_bps: float | None = None
+    cpu_busy: float | None = None
+    delay_stats: dict | None = None
+    link_stats: dict | None = None
+
+
+@dataclass(frozen=True)
+class FlowMeasurements:
+    """What the flows' own stacks showed: windows, the receivers' ACK clock and reading
+    rate, the ports' guard and the senders' default algorithms."""
+    max_cwnd_bytes: float | None = None
+    segments_per_ack: float | None = None
+    segments_per_ack_after_hole_fills: float | None = None
+    receiver_acks: int | None = None
+    interval_bps: tuple | list = ()     # each flow's interval throughputs
+    receiver_holds_bytes: float | None = None
+    cc_guard: dict | None = None
+    sender_defaults: dict | None = None
+
+
+def verdict(setting: Setting, path: PathMeasurements, host: HostMeasurements = HostMeasurements(),
+            flows: FlowMeasurements = FlowMeasurements(), extra: list[Finding] = ()) -> dict:
+    """The verdict of both backends. Every time-valued measurement is physical; the
+    setting's dilation converts the tolerances. A check whose measurement a backend does
+    not have is skipped when it is None (or empty): the testbed has no base-RTT bound,
+    delay line, window, ACK-clock or guard data, and no configured rate to judge (rate_bps
+    None, as an unshaped calibration run); only the drop and the measured RTT are always
+    judged."""
+    k, s = setting.dilation, setting
+    reasons = list(extra)
+    reason, drop_status = drop_check(s.drop, path.seen, path.dropped)
     reasons += [reason] if reason else []
-    reasons += _rtt_reasons(rtt_setting_ms, base_rtt_ms, rtt_ms, k)
-    if rate_bps is not None:
-        reasons += _rate_reasons(p, rate_bps, host_capacity_bps, achieved_bps, cpu_busy)
-    reasons += _delay_line_reasons(delay_stats, k)
-    reasons += _link_reasons(link_stats, k)
-    rate = rate_bps or 0.0
-    worst_loaded = max((m["quantile_ms"] for m in (loaded_rtts or {}).values() if m), default=None)
-    for reason in (loaded_rtt_check(loaded_rtts or {}, rtt_setting_ms, buffer_bytes, rate_bps, k),
-                   window_check(max_cwnd_bytes, rate, rtt_setting_ms, buffer_bytes, worst_loaded),
-                   ack_clock_check(segments_per_ack, receiver_acks, segments_per_ack_after_hole_fills),
-                   receiver_rate_check(list(interval_bps), rate,
-                                       held_bytes=(receiver_holds_bytes or
-                                                   rate * rtt_setting_ms / 8000 + (buffer_bytes or 0))
-                                       if rate else 0.0, interval_s=interval_s),
-                   guard_check(cc_guard), pacing_check(sender_defaults or {})):
+    reasons += _rtt_reasons(s.rtt_ms, path.base_rtt_ms, path.rtt_ms, k)
+    if s.rate_bps is not None:
+        reasons += _rate_reasons(s.drop, s.rate_bps, host.capacity_bps, host.achieved_bps, host.cpu_busy)
+    reasons += _delay_line_reasons(host.delay_stats, k)
+    reasons += _link_reasons(host.link_stats, k)
+    rate = s.rate_bps or 0.0
+    loaded = path.loaded_rtts or {}
+    worst_loaded = max((m["quantile_ms"] for m in loaded.values() if m), default=None)
+    held_bytes = (flows.receiver_holds_bytes or rate * s.rtt_ms / 8000 + (s.buffer_bytes or 0)) if rate else 0.0
+    for reason in (loaded_rtt_check(loaded, s.rtt_ms, s.buffer_bytes, s.rate_bps, k),
+                   window_check(flows.max_cwnd_bytes, rate, s.rtt_ms, s.buffer_bytes, worst_loaded),
+                   ack_clock_check(flows.segments_per_ack, flows.receiver_acks,
+                                   flows.segments_per_ack_after_hole_fills),
+                   receiver_rate_check(list(flows.interval_bps), rate, held_bytes=held_bytes,
+                                       interval_s=s.interval_s),
+                   guard_check(flows.cc_guard), pacing_check(flows.sender_defaults or {})):
         if reason:
             reasons.append(reason)
     return {"verdict": "flagged" if reasons else "ok", "reasons": [str(r) for r in reasons],

@@ -1,6 +1,6 @@
 """The emulated backend's parts of a run's trace record (backends/record.py holds the
 skeleton both backends share): its environment, mechanisms, measurements, flows and
-the fidelity verdict's inputs, from what the run (runner.Run) collected."""
+the fidelity verdict's inputs, from the parts of a run (run_state.Run) its steps produced."""
 from __future__ import annotations
 
 import platform
@@ -9,6 +9,7 @@ from tcpeval.backends import common, fidelity, record
 from tcpeval.backends.emulated import ccadapter, host, topology
 from tcpeval.backends.emulated.counters import cpu_shares
 from tcpeval.backends.emulated.plan import RTO_MIN_SYSCTL, RTO_MIN_US
+from tcpeval.backends.emulated.run_state import Run
 from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES
 from tcpeval.condition import MSS_BYTES
 
@@ -49,16 +50,16 @@ def sender_defaults(endpoint_sysctls: dict, pairs: int) -> dict:
     return {f"s{i}": endpoint_sysctls.get(f"s{i}", {}).get(common.CC_SYSCTL) for i in range(1, pairs + 1)}
 
 
-def throughput(run) -> tuple[float, float]:
+def throughput(run: Run) -> tuple[float, float]:
     """(what the bottleneck carried while flows were active -- the flows' own mean without
     a bottleneck --, what all flows carried together in the run's second half)."""
     plan, parsed = run.plan, run.parsed
     active_s = plan.duration_s - min(f.start_s for f in plan.flows)
-    link = (run.delay_stats or {}).get("link")
+    link = (run.delay.stats or {}).get("link")
     if link:  # the link engine counts what it sent (its life: the traffic and the last RTT probes)
         bytes_through = link["sent_bytes"]
     else:
-        bytes_through = (run.after.qdisc.get("bytes") or 0) - (run.before.qdisc.get("bytes") or 0)
+        bytes_through = (run.traffic.after.qdisc.get("bytes") or 0) - (run.traffic.before.qdisc.get("bytes") or 0)
     achieved = bytes_through * 8 / active_s if plan.rate_bps is not None and active_s > 0 else \
         sum(r["summary"]["mean_throughput_bps"] for r in parsed)
     # steady state: after slow start (flows may start and stop on their own schedules)
@@ -100,7 +101,7 @@ def bytes_between(t_s: list, nbytes: list, start_s: float, lo_s: float, hi_s: fl
     return total
 
 
-def loaded_rtts(run) -> dict:
+def loaded_rtts(run: Run) -> dict:
     """Each TCP flow's loaded RTT (fidelity.loaded_rtt) from its samples in the run's
     second half, keyed "<index>:<variant>"; physical ms."""
     plan, out = run.plan, {}
@@ -115,11 +116,11 @@ def loaded_rtts(run) -> dict:
     return out
 
 
-def verdict(run, achieved: float, steady: float, cpu_busy: float | None) -> dict:
+def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, loaded: dict) -> dict:
     plan, parsed = run.plan, run.parsed
     # a sender whose default is its own flow's algorithm (native bbr) paces as that
     # algorithm does; only a foreign default's pacing is the stack's doing
-    defaults = sender_defaults(run.endpoint_sysctls, len(plan.flows))
+    defaults = sender_defaults(run.settings.endpoint_sysctls, len(plan.flows))
     foreign_defaults = {who: cc for (who, cc), fp in zip(defaults.items(), run.flows) if cc != fp.kernel_name}
     # not the host's passing trouble: every attempt would run the native algorithm again
     extra = [fidelity.Finding("cc", f"flow {flow.variant} asked for the 3.16 port; ran the host's native "
@@ -128,30 +129,35 @@ def verdict(run, achieved: float, steady: float, cpu_busy: float | None) -> dict
              if handle is not None and flow.impl == "port" and handle.impl != "port"]
     shaped = plan.rate_bps is not None
     return fidelity.verdict(
-        p=plan.drop, seen=run.drop_counters["seen"], dropped=run.drop_counters["dropped"],
-        rtt_setting_ms=plan.rtt_ms, base_rtt_ms=run.rtt.base_ms, rtt_ms=run.rtt.probe["median_ms"],
-        rate_bps=plan.rate_bps, host_capacity_bps=plan.host_capacity_bps if shaped else None,
-        achieved_bps=steady if shaped else achieved, cpu_busy=cpu_busy,
-        delay_stats=run.delay_stats if run.delayer.mechanism != "netem" else None,
-        max_cwnd_bytes=max((r["summary"].get("max_cwnd_bytes") or 0 for r in parsed), default=None),
-        buffer_bytes=plan.buffer_bytes,
-        segments_per_ack=run.acks["receiver_segments_per_ack_steady"],
-        segments_per_ack_after_hole_fills=run.acks["receiver_segments_per_ack_steady_after_hole_fills"],
-        receiver_acks=run.acks["receiver_acks_steady"],
-        interval_bps=[r["samples"]["throughput_bps"] for r in parsed], interval_s=plan.interval_s,
-        cc_guard=run.cc_guard, sender_defaults=foreign_defaults,
-        link_stats=(run.delay_stats or {}).get("link"), loaded_rtts=run.loaded_rtts if shaped else None,
-        receiver_holds_bytes=run.rwin["buffer_bytes"],
-        extra_reasons=extra, dilation=plan.verdict_dilation)
+        fidelity.Setting(drop=plan.drop, rtt_ms=plan.rtt_ms, rate_bps=plan.rate_bps,
+                         buffer_bytes=plan.buffer_bytes, interval_s=plan.interval_s,
+                         dilation=plan.verdict_dilation),
+        fidelity.PathMeasurements(seen=run.traffic.drop_counters["seen"], dropped=run.traffic.drop_counters["dropped"],
+                                  rtt_ms=run.rtt.probe["median_ms"], base_rtt_ms=run.rtt.base_ms,
+                                  loaded_rtts=loaded if shaped else None),
+        fidelity.HostMeasurements(
+            capacity_bps=plan.host_capacity_bps if shaped else None,
+            achieved_bps=steady if shaped else achieved, cpu_busy=cpu_busy,
+            delay_stats=run.delay.stats if run.delayer.mechanism != "netem" else None,
+            link_stats=(run.delay.stats or {}).get("link")),
+        fidelity.FlowMeasurements(
+            max_cwnd_bytes=max((r["summary"].get("max_cwnd_bytes") or 0 for r in parsed), default=None),
+            segments_per_ack=run.traffic.acks["receiver_segments_per_ack_steady"],
+            segments_per_ack_after_hole_fills=run.traffic.acks["receiver_segments_per_ack_steady_after_hole_fills"],
+            receiver_acks=run.traffic.acks["receiver_acks_steady"],
+            interval_bps=[r["samples"]["throughput_bps"] for r in parsed],
+            receiver_holds_bytes=run.dumbbell.rwin["buffer_bytes"], cc_guard=run.traffic.cc_guard,
+            sender_defaults=foreign_defaults),
+        extra=extra)
 
 
-def flows(run) -> list[dict]:
+def flows(run: Run) -> list[dict]:
     out = []
     for flow, fp, handle, res in zip(run.plan.flows, run.flows, run.handles, run.parsed):
         out.append(record.flow_record(
             fp.index, flow, impl=handle.impl if handle else flow.impl,
-            actual=(fp.started_at - run.t0 if fp.started_at else None,
-                    fp.ended_at - run.t0 if fp.ended_at else None),
+            actual=(fp.started_at - run.traffic.t0 if fp.started_at else None,
+                    fp.ended_at - run.traffic.t0 if fp.ended_at else None),
             cc={"requested": fp.kernel_name or "udp", "verified": res["verified"],
                 "kernel_name": fp.kernel_name,
                 "object_sha256": getattr(handle, "object_sha256", None),
@@ -165,12 +171,12 @@ def flows(run) -> list[dict]:
     return out
 
 
-def environment(run) -> dict:
+def environment(run: Run) -> dict:
     return record.environment(
         kernel=platform.release(), kernel_version=platform.version(), tools=tool_versions(),
-        sysctls={"endpoints": run.endpoint_sysctls, "host_global": topology.read_sysctls_host(HOST_SYSCTLS),
-                 "switch": run.switch_sysctls},
-        offloads=run.offloads, build_sha256=run.art.hashes,
+        sysctls={"endpoints": run.settings.endpoint_sysctls, "host_global": topology.read_sysctls_host(HOST_SYSCTLS),
+                 "switch": run.settings.switch_sysctls},
+        offloads=run.settings.offloads, build_sha256=run.art.hashes,
         cc_provider="tcpeval.cc" if ccadapter.cc_module() else "native fallback")
 
 
@@ -193,23 +199,23 @@ def dilation_record(condition, plan, endpoint_sysctls: dict) -> dict:
             "scaled": scaled if k > 1 else {}, "not_scaled": not_scaled if k > 1 else {}}
 
 
-def mechanisms(condition, run) -> dict:
+def mechanisms(condition, run: Run) -> dict:
     topo, plan = run.topo, run.plan
-    defaults = sender_defaults(run.endpoint_sysctls, len(plan.flows))
+    defaults = sender_defaults(run.settings.endpoint_sysctls, len(plan.flows))
     return {
         "drop": run.drop.module.mechanism, "delay": run.delayer.mechanism, "rate": run.rate_mech["mechanism"],
-        "drop_detail": run.drop.describe(run.drop_counters, WIRE_FRAME_BYTES),
-        "delay_detail": {**run.delay_desc, "base_rtt_ms": run.rtt.base_ms, "added_ms": run.rtt.added_ms,
+        "drop_detail": run.drop.describe(run.traffic.drop_counters, WIRE_FRAME_BYTES),
+        "delay_detail": {**run.delay.describe, "base_rtt_ms": run.rtt.base_ms, "added_ms": run.rtt.added_ms,
                          "correction_steps": run.rtt.corrections},
         "rate_detail": run.rate_mech,
-        "switch": run.switch_mech,
+        "switch": run.dumbbell.switch,
         # both in place on every run; what they do and why: docs/trace-format.md
         "segment_mark": {},
-        "push_flag": {"segments": run.drop_counters.get("push_cleared")},
-        "placement": run.place,
-        "dilation": dilation_record(condition, plan, run.endpoint_sysctls),
-        "keep_awake": run.keep_awake.describe(),
-        "receive_window": {k: v for k, v in run.rwin.items() if k != "sysctls"},
+        "push_flag": {"segments": run.traffic.drop_counters.get("push_cleared")},
+        "placement": run.dumbbell.place,
+        "dilation": dilation_record(condition, plan, run.settings.endpoint_sysctls),
+        "keep_awake": run.dumbbell.keep_awake.describe(),
+        "receive_window": {k: v for k, v in run.dumbbell.rwin.items() if k != "sysctls"},
         "traffic": {"tool": "iperf3", "sender_default_cc": defaults,
                     "pacing": "tcp-internal" if fidelity.pacing_check(defaults) else "none"},
         "background_loss": run.drop.describe_background(),
@@ -219,40 +225,40 @@ def mechanisms(condition, run) -> dict:
     }
 
 
-def measured(run, verdict: dict, achieved: float, steady: float, cpu: tuple) -> dict:
-    plan, c = run.plan, run.drop_counters
+def measured(run: Run, verdict: dict, achieved: float, steady: float, cpu: tuple, loaded: dict) -> dict:
+    plan, c = run.plan, run.traffic.drop_counters
     return {
         "base_rtt_ms": run.rtt.base_ms, "rtt_ms": run.rtt.probe["median_ms"],
         "rtt_probe": run.rtt.probe, "base_rtt_probe": run.rtt.base,
         "drop": record.drop_measurement(c["seen"], c["dropped"], check=verdict["checks"]["drop"]),
         "bottleneck_rate_bps": achieved, "steady_throughput_bps": steady,
-        "link_steady": run.link_steady,
+        "link_steady": run.traffic.link_steady,
         "host_capacity_bps": plan.host_capacity_bps,
         "configured_rate_bps": plan.rate_bps, "rate_source": plan.rate_source,
         "buffer_bytes": plan.buffer_bytes,
-        "bottleneck_qdisc": {"before": run.before.qdisc, "after": run.after.qdisc},
-        "cpu_busy": cpu[0], "cpu_stolen": cpu[1], "softnet_drops_host": run.after.softnet - run.before.softnet,
-        "delay_line": run.delay_stats,
-        "loaded_rtt": {"flows": run.loaded_rtts,
+        "bottleneck_qdisc": {"before": run.traffic.before.qdisc, "after": run.traffic.after.qdisc},
+        "cpu_busy": cpu[0], "cpu_stolen": cpu[1], "softnet_drops_host": run.traffic.after.softnet - run.traffic.before.softnet,
+        "delay_line": run.delay.stats,
+        "loaded_rtt": {"flows": loaded,
                        "bound_ms": fidelity.loaded_rtt_bound_ms(plan.rtt_ms, plan.buffer_bytes, plan.rate_bps,
                                                                 plan.verdict_dilation) if plan.rate_bps else None},
-        "acks": run.acks,
-        "cc_guard": run.cc_guard or None,
-        "background_drop": run.background_counters or None,
-        "setup_s": run.setup_s, "traffic_s": run.traffic_s, "teardown_s": run.teardown_s,
+        "acks": run.traffic.acks,
+        "cc_guard": run.traffic.cc_guard or None,
+        "background_drop": run.traffic.background_counters or None,
+        "setup_s": run.setup_s, "traffic_s": run.traffic.traffic_s, "teardown_s": run.teardown_s,
         "calibration": {k: plan.calibration.get(k) for k in CALIBRATION_FIELDS} if plan.calibration else None,
     }
 
 
-def build(condition, run, started_at: str) -> dict:
+def build(condition, run: Run, started_at: str) -> dict:
     """The run's trace record: every TCP flow's algorithm checked, the verdict, the parts."""
     for flow, fp, res in zip(run.plan.flows, run.flows, run.parsed):
         if flow.protocol == "tcp":
             record.check_verified_cc(fp.index, flow.variant, fp.kernel_name, res["verified"])
     achieved, steady = throughput(run)
-    run.loaded_rtts = loaded_rtts(run)
-    cpu = cpu_shares(run.before, run.after)
-    v = verdict(run, achieved, steady, cpu[0])
+    loaded = loaded_rtts(run)
+    cpu = cpu_shares(run.traffic.before, run.traffic.after)
+    v = verdict(run, achieved, steady, cpu[0], loaded)
     return record.build(condition=condition, run_dir=run.run_dir, backend="emulated", started_at=started_at,
                         environment=environment(run), mechanisms=mechanisms(condition, run), flows=flows(run),
-                        measured=measured(run, v, achieved, steady, cpu), verdict=v, notes=run.plan.notes)
+                        measured=measured(run, v, achieved, steady, cpu, loaded), verdict=v, notes=run.plan.notes)

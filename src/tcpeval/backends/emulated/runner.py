@@ -26,7 +26,6 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tcpeval import trace as trace_mod
@@ -48,6 +47,13 @@ from tcpeval.backends.emulated.build import Artifacts, ensure_built
 from tcpeval.backends.emulated.counters import HostCounters, ack_record, tcp_counters
 from tcpeval.backends.emulated.dropctl import DropStage
 from tcpeval.backends.emulated.plan import Plan, check_condition
+from tcpeval.backends.emulated.run_state import (
+    DelayRecord,
+    Dumbbell,
+    PathSettings,
+    Run,
+    TrafficMeasurements,
+)
 from tcpeval.backends.record import refuse_overwrite
 from tcpeval.spec import adhoc_condition
 
@@ -71,44 +77,6 @@ def _signals_unwind():
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-
-
-@dataclass
-class Run:
-    """One attempt at a run: what its steps set up and measured, for the record."""
-    run_id: str
-    plan: Plan
-    art: Artifacts
-    run_dir: Path
-    topo: topology.Topology
-    flows: list = field(default_factory=list)   # traffic.FlowProc, one per flow
-    delayer: object = None                      # delay.Netem or delay.DelayLine
-    place: dict | None = None
-    keep_awake: awake.KeepAwake | None = None
-    switch_mech: dict | None = None
-    rwin: dict | None = None
-    rate_mech: dict | None = None
-    drop: DropStage | None = None
-    rtt: delay.RttSetting | None = None
-    handles: list = field(default_factory=list)
-    endpoint_sysctls: dict = field(default_factory=dict)
-    offloads: dict | None = None
-    switch_sysctls: dict | None = None
-    before: HostCounters | None = None
-    after: HostCounters | None = None
-    acks: dict | None = None
-    cc_guard: dict | None = None
-    drop_counters: dict | None = None
-    background_counters: list | None = None
-    delay_desc: dict | None = None
-    delay_stats: dict | None = None
-    loaded_rtts: dict | None = None             # fidelity.loaded_rtt per flow (record_parts)
-    link_steady: dict | None = None             # record_parts.link_steady
-    parsed: list | None = None
-    t0: float = 0.0
-    setup_s: float = 0.0
-    traffic_s: float = 0.0
-    teardown_s: float = 0.0
 
 
 class EmulatedBackend:
@@ -251,24 +219,24 @@ class EmulatedBackend:
         t_setup = time.monotonic()
         try:
             with contextlib.ExitStack() as stack:
-                self._build_dumbbell(run, stack, log)
+                run.dumbbell = self._build_dumbbell(run, stack, log)
                 run.rate_mech = bottleneck.shape(run.topo, plan.rate_bps, plan.buffer_bytes, plan.dilation,
                                                  plan.link, art)
                 if run.rate_mech["mechanism"] == "tevlink":  # the data never reach the redirect
-                    run.switch_mech["data_path"] = (f"{' '.join(run.topo.sender_ports())} ingress -> link engine "
-                                                    f"-> {' '.join(run.topo.ack_ports())} egress")
+                    run.dumbbell.switch["data_path"] = (f"{' '.join(run.topo.sender_ports())} ingress -> "
+                                                        f"link engine -> {' '.join(run.topo.ack_ports())} egress")
                 run.drop = DropStage(art, run.topo.drop_stage_links(), plan.drop, plan.seed, plan.background_loss)
                 self._set_delay(run, stack, log)
                 run.handles = ccadapter.load_flows(stack, plan.flows, plan.hz, plan.dilation)
-                run.flows = traffic.flow_procs(plan, run.handles, run_dir, run.place,
-                                               topology.receiver_env(run.rwin, art.tevrcv))
+                run.flows = traffic.flow_procs(plan, run.handles, run_dir, run.dumbbell.place,
+                                               topology.receiver_env(run.dumbbell.rwin, art.tevrcv))
                 ccadapter.set_namespace_defaults(run.topo, run.flows)
-                run.endpoint_sysctls, run.offloads, run.switch_sysctls = record_parts.read_settings(run.topo)
+                run.settings = PathSettings(*record_parts.read_settings(run.topo))
                 traffic.start_servers(run.topo, run.flows, stack)
                 run.setup_s = time.monotonic() - t_setup
-                self._traffic(run, log)
-                run.delay_desc = run.delayer.describe()
-                run.delay_stats = run.delayer.stop()
+                run.traffic = self._traffic(run, log)
+                described = run.delayer.describe()
+                run.delay = DelayRecord(describe=described, stats=run.delayer.stop())
                 run.parsed = [traffic.parse(f) for f in run.flows]
             t_teardown = time.monotonic()
         finally:
@@ -280,32 +248,33 @@ class EmulatedBackend:
         log(f"teardown {run.teardown_s:.2f} s")
         return record_parts.build(condition, run, started_at)
 
-    def _build_dumbbell(self, run: Run, stack: contextlib.ExitStack, log) -> None:
+    def _build_dumbbell(self, run: Run, stack: contextlib.ExitStack, log) -> Dumbbell:
         """Namespaces and links, CPU placement, the keep-awake loops, the switch's L2
         redirects, the endpoints' sysctls and the receivers' window."""
         topo, plan = run.topo, run.plan
         topo.create()
         engine = plan.link == "tevlink" and plan.rate_bps is not None
-        run.place = topo.placement(engine=engine)
-        run.place["rps_masks"] = topo.apply_placement(run.place)
+        place = topo.placement(engine=engine)
+        place["rps_masks"] = topo.apply_placement(place)
         # the engine's CPU runs nothing else: a runnable loop there, even SCHED_IDLE, is
         # what the kernel's fair server gives time to by stopping the engine
         own = awake.all_cpus()
-        cpus = [c for c in own if not (engine and c == run.place["line"])]
+        cpus = [c for c in own if not (engine and c == place["line"])]
         if engine and cpus:
             # nor this process and what it starts (ss, tc, iperf3): a task that wakes there
             # waits behind the engine until the fair server stops it (50 ms)
             os.sched_setaffinity(0, cpus)
             stack.callback(os.sched_setaffinity, 0, own)
-        run.keep_awake = awake.KeepAwake(run.art.tevdelay, cpus)
-        stack.callback(run.keep_awake.stop)
-        run.keep_awake.start()
-        run.switch_mech = topo.fast_path(run.art)
+        keep_awake = awake.KeepAwake(run.art.tevdelay, cpus)
+        stack.callback(keep_awake.stop)
+        keep_awake.start()
+        switch = topo.fast_path(run.art)
         log(f"namespaces {', '.join(topo.namespaces())} created; CPUs: senders "
-            f"{run.place['senders']}, receivers {run.place['receivers']}, delay line {run.place['line']}")
+            f"{place['senders']}, receivers {place['receivers']}, delay line {place['line']}")
         topology.set_stack(topo, plan.stack)
-        run.rwin = topology.receive_window(plan.rate_bps, plan.rtt_ms, plan.buffer_bytes)
-        topo.set_receive_window(run.rwin)
+        rwin = topology.receive_window(plan.rate_bps, plan.rtt_ms, plan.buffer_bytes)
+        topo.set_receive_window(rwin)
+        return Dumbbell(place=place, keep_awake=keep_awake, switch=switch, rwin=rwin)
 
     def _set_delay(self, run: Run, stack: contextlib.ExitStack, log) -> None:
         """The delay mechanism in place, the path's RTT measured and the delay set to the
@@ -313,7 +282,7 @@ class EmulatedBackend:
         plan = run.plan
         run.delayer = delay.mechanism_for(
             run.art, run.topo, run.run_dir, rtt_ms=plan.rtt_ms, rate_bps=plan.rate_bps,
-            buffer_bytes=plan.buffer_bytes, rt_prio=self.rt_prio, cpu=run.place["line"],
+            buffer_bytes=plan.buffer_bytes, rt_prio=self.rt_prio, cpu=run.dumbbell.place["line"],
             held_ms=fidelity.held_ms(plan.verdict_dilation),
             link=run.rate_mech if run.rate_mech.get("mechanism") == "tevlink" else None)
         stack.callback(lambda: run.delayer and run.delayer.stop())
@@ -324,22 +293,22 @@ class EmulatedBackend:
                                 fidelity.rtt_tolerance_ms(plan.rtt_ms, plan.verdict_dilation), log)
         prober.close()
 
-    def _traffic(self, run: Run, log) -> None:
+    def _traffic(self, run: Run, log) -> TrafficMeasurements:
         """Counters read, the drop stage enabled, the flows driven to their end (TCP
         counters read again at half time), the drop stage disabled, counters read."""
-        topo, plan = run.topo, run.plan
+        topo, plan, keep_awake = run.topo, run.plan, run.dumbbell.keep_awake
         endpoints = [f"{k}{i}" for i in range(1, len(plan.flows) + 1) for k in ("s", "r")]
 
         def tcp_snapshot():
             return {role: tcp_counters(topo.ns(role)) for role in endpoints}
 
-        run.before = HostCounters.read(topo, run.keep_awake)
+        before = HostCounters.read(topo, keep_awake)
         tcp0 = tcp_snapshot()
         ports = ccadapter.port_handles(run.handles)
         guard0 = {name: ccadapter.guard_stats(h) for name, h in ports.items()}
         run.drop.enable()
         log(f"setup {run.setup_s:.2f} s; traffic for {plan.duration_s:g} s")
-        run.t0 = time.monotonic()
+        t0 = time.monotonic()
         tcp_mid = {}
         edges = []  # the link's own byte counts at both edges of the steady state
 
@@ -347,19 +316,21 @@ class EmulatedBackend:
             edges.append(self._link_counters(run))
             tcp_mid.update(tcp_snapshot())
 
-        traffic.drive(run.flows, topo, run.delayer, run.t0, plan, log, midway=midway,
+        traffic.drive(run.flows, topo, run.delayer, t0, plan, log, midway=midway,
                       at_end=lambda: edges.append(self._link_counters(run)))
-        run.link_steady = record_parts.link_steady(edges, run.t0)
-        run.traffic_s = time.monotonic() - run.t0
+        link_steady = record_parts.link_steady(edges, t0)
+        traffic_s = time.monotonic() - t0
         run.drop.disable()
-        run.after = HostCounters.read(topo, run.keep_awake)
-        run.acks = ack_record(tcp0, tcp_snapshot(), len(plan.flows), midway=tcp_mid or None)
-        run.cc_guard = {name: ccadapter.guard_difference(ccadapter.guard_stats(h), guard0[name])
-                        for name, h in ports.items()}
-        fw0, fw1 = run.before.forwarded, run.after.forwarded
-        run.switch_mech["ip_forwarded_during_traffic"] = None if None in (fw0, fw1) else fw1 - fw0
-        run.drop_counters, run.background_counters = run.drop.read()
-
+        after = HostCounters.read(topo, keep_awake)
+        acks = ack_record(tcp0, tcp_snapshot(), len(plan.flows), midway=tcp_mid or None)
+        cc_guard = {name: ccadapter.guard_difference(ccadapter.guard_stats(h), guard0[name])
+                    for name, h in ports.items()}
+        fw0, fw1 = before.forwarded, after.forwarded
+        run.dumbbell.switch["ip_forwarded_during_traffic"] = None if None in (fw0, fw1) else fw1 - fw0
+        drop_counters, background_counters = run.drop.read()
+        return TrafficMeasurements(t0=t0, traffic_s=traffic_s, before=before, after=after, acks=acks,
+                                   cc_guard=cc_guard, drop_counters=drop_counters,
+                                   background_counters=background_counters, link_steady=link_steady)
 
     @staticmethod
     def _link_counters(run: Run) -> dict | None:

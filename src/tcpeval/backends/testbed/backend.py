@@ -176,9 +176,10 @@ class TestbedBackend:
             for h, d in zip([*senders, *receivers], tmpdirs):
                 h.run(["rm", "-rf", d], check=False)
         verdict = fidelity.verdict(
-            p=condition.drop, seen=seen, dropped=dropped, rtt_setting_ms=condition.rtt_ms,
-            rtt_ms=probe["median_ms"],
-            sender_defaults={h.name: host_settings[h.name].get(common.CC_SYSCTL) for h in senders})
+            fidelity.Setting(drop=condition.drop, rtt_ms=condition.rtt_ms),
+            fidelity.PathMeasurements(seen=seen, dropped=dropped, rtt_ms=probe["median_ms"]),
+            flows=fidelity.FlowMeasurements(
+                sender_defaults={h.name: host_settings[h.name].get(common.CC_SYSCTL) for h in senders}))
         return record.build(
             condition=condition, run_dir=run_dir, backend="testbed", started_at=started_at, verdict=verdict,
             environment=record.environment(
