@@ -1,5 +1,6 @@
 """Other studies' designs (config/designs/): numbers with units, flows that stop, any
 algorithm, a path segment for every factor that varies, designs kept apart in the path."""
+import re
 from pathlib import Path
 
 import pytest
@@ -121,8 +122,20 @@ def test_flows_stop_on_time_and_a_udp_flow_needs_no_variant(tmp_path):
 
 
 def test_a_stop_before_its_start_is_refused(tmp_path):
-    with pytest.raises(spec.SpecError, match=r"flows/1/stop_s: the flow stops at 4, not after its start \(5\)"):
+    with pytest.raises(spec.SpecError, match=r"flows/1/stop_s: the flow stops at 4 s; a flow stops after its start \(5 s\)"):
         _design(tmp_path, BASE + "      - {variant: cubic}\n      - {variant: reno, start_s: 5, stop_s: 4}\n")
+
+
+def test_a_flow_template_and_a_runs_flow_are_refused_by_the_same_rule_in_the_same_words(tmp_path):
+    # one owner of a flow's rules (condition.flow_rule_problems): the design applies them
+    # to its templates' literal values before any condition exists
+    from tcpeval.condition import Flow
+    for template, flow in (("{variant: reno, start_s: 5, stop_s: 4}", Flow("reno", start_s=5.0, stop_s=4.0)),
+                           ("{protocol: udp}", Flow("udp", protocol="udp")),
+                           ("{variant: reno, impl: bpf}", Flow("reno", impl="bpf"))):
+        why = flow.problems(30.0)[0].split(": ", 1)[1].split(" and at the latest")[0]
+        with pytest.raises(spec.SpecError, match=re.escape(why)):
+            _design(tmp_path, BASE + f"      - {template}\n")
 
 
 def test_a_stop_after_the_run_is_refused_naming_the_grid_point(tmp_path):
@@ -132,7 +145,7 @@ def test_a_stop_after_the_run_is_refused_naming_the_grid_point(tmp_path):
 
 
 def test_a_udp_flow_without_a_rate_is_refused(tmp_path):
-    with pytest.raises(spec.SpecError, match="flows/0/rate_bps: a UDP flow needs a rate"):
+    with pytest.raises(spec.SpecError, match="flows/0/rate_bps: a UDP cross-traffic flow needs a rate"):
         _design(tmp_path, BASE + "      - {protocol: udp}\n")
 
 

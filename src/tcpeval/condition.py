@@ -1,7 +1,7 @@
 """One run's condition as a value: its flows and settings (`Condition`, `Flow`), and what
-makes one valid (`Flow.problems`, `Condition.problems`): the design, an ad-hoc run and
-both backends ask these, and add only what is theirs (a design's templates, a backend's
-hardware).
+makes one valid (`flow_rule_problems`, `Flow.problems`, `Condition.problems`): the design
+(on its flow templates too), an ad-hoc run and both backends ask these, and add only what
+is theirs (a design's placeholders and variants, a backend's hardware).
 
 A leaf of the package: the design (tcpeval.spec) makes conditions, the path grammar
 (tcpeval.paths) names them, backends run them and the analysis reads them back from
@@ -21,6 +21,35 @@ UDP = "udp"  # the variant name of a UDP cross-traffic flow
 # The paper's segment: a 1500-byte MTU less 20 (IP) and 20 (TCP), timestamps off (its
 # Sec. IV: they were deactivated to leave the bytes to payload).
 MSS_BYTES = 1460
+
+
+def flow_rule_problems(*, protocol: str = "tcp", variant: str | None = None, rate_given: bool | None = None,
+                       impl: str | None = None, object_given: bool | None = None, start: float | None = None,
+                       stop: float | None = None, end: float | None = None,
+                       fields: tuple[str, str] = ("start_s", "stop_s"), unit: str = " s") -> list[tuple[str, str]]:
+    """The rules of one flow, as (field, why) pairs, on what is known of it: a value that
+    is None (a design's placeholder, a run length not known yet) skips the rules that
+    need it. Flow.problems asks with every value, a design's flow template with its
+    literal ones (start and stop may be fractions of the run there: ``fields``, ``unit``)."""
+    out = []
+    if protocol not in ("tcp", UDP):
+        out.append(("protocol", f"{protocol!r} is not tcp or udp"))
+    elif protocol == UDP and rate_given is False:
+        out.append(("rate_bps", "a UDP cross-traffic flow needs a rate (e.g. rate_bps: 2G)"))
+    elif protocol == "tcp" and variant is not None and not re.match(VARIANT_NAME, variant):
+        out.append(("variant", f"{variant!r} is not an algorithm name (lower-case letters, digits, _)"))
+    if impl is not None and impl not in IMPLS:
+        out.append(("impl", f"{impl!r} is not allowed; allowed values: {', '.join(IMPLS)}"))
+    elif impl is not None and object_given is not None and (impl == "bpf") != object_given:
+        out.append(("impl", "impl bpf and object (the .bpf.o path) go together"))
+    start_field, stop_field = fields
+    if start is not None and end is not None and not 0 <= start < end:
+        out.append((start_field, f"the flow starts at {start:g}{unit}, outside the run [0, {end:g}){unit}"))
+    elif start is not None and stop is not None and not (start < stop and (end is None or stop <= end)):
+        at_the_latest = f" and at the latest at the end of the run ({end:g}{unit})" if end is not None else ""
+        out.append((stop_field, f"the flow stops at {stop:g}{unit}; a flow stops after its start "
+                                f"({start:g}{unit}){at_the_latest}"))
+    return out
 
 
 @dataclass(frozen=True)
@@ -47,23 +76,10 @@ class Flow:
     def problems(self, duration_s: float) -> list[str]:
         """What makes this flow of a run lasting ``duration_s`` invalid, each as
         '<field>: <why>'; empty if nothing does."""
-        out = []
-        if self.protocol not in ("tcp", UDP):
-            out.append(f"protocol: {self.protocol!r} is not tcp or udp")
-        elif self.protocol == UDP and not (self.rate_bps and self.rate_bps > 0):
-            out.append("rate_bps: a UDP cross-traffic flow needs a rate (e.g. rate_bps: 2G)")
-        elif self.protocol == "tcp" and not re.match(VARIANT_NAME, self.variant):
-            out.append(f"variant: {self.variant!r} is not an algorithm name (lower-case letters, digits, _)")
-        if self.impl not in IMPLS:
-            out.append(f"impl: {self.impl!r} is not allowed; allowed values: {', '.join(IMPLS)}")
-        elif (self.impl == "bpf") != (self.object is not None):
-            out.append("impl: impl bpf and object (the .bpf.o path) go together")
-        if not 0 <= self.start_s < duration_s:
-            out.append(f"start_s: the flow starts at {self.start_s:g} s, outside the run [0, {duration_s:g}) s")
-        elif self.stop_s is not None and not self.start_s < self.stop_s <= duration_s:
-            out.append(f"stop_s: the flow stops at {self.stop_s:g} s; a flow stops after its start "
-                       f"({self.start_s:g} s) and at the latest at the end of the run ({duration_s:g} s)")
-        return out
+        return [f"{name}: {why}" for name, why in flow_rule_problems(
+            protocol=self.protocol, variant=self.variant, rate_given=bool(self.rate_bps and self.rate_bps > 0),
+            impl=self.impl, object_given=self.object is not None, start=self.start_s, stop=self.stop_s,
+            end=duration_s)]
 
     @property
     def label(self) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 import itertools
-import re
 import string
 import zlib
 from functools import lru_cache
@@ -20,7 +19,13 @@ import yaml
 
 from tcpeval import dilation as dilation_mod
 from tcpeval import mathis, paths, quantity
-from tcpeval.condition import BACKENDS, UDP, VARIANT_NAME, Condition, Flow
+from tcpeval.condition import (
+    BACKENDS,
+    UDP,
+    Condition,
+    Flow,
+    flow_rule_problems,
+)
 from tcpeval.errors import SpecError
 from tcpeval.provenance import REPO_ROOT
 
@@ -109,9 +114,8 @@ def _variant_problem(where: str, value: str, variants: list[str] | None) -> str 
     (tcpeval.backends.algorithms)."""
     if variants is not None and value not in variants:
         return f"{where}: unknown variant {value!r}; allowed values: {', '.join(variants)}"
-    if not re.match(VARIANT_NAME, value):
-        return f"{where}: {value!r} is not an algorithm name (lower-case letters, digits, _)"
-    return None
+    named = flow_rule_problems(variant=value)
+    return f"{where}: {named[0][1]}" if named else None
 
 
 def _numeric_keys(grid: dict) -> list[str]:
@@ -150,16 +154,20 @@ def _cross_field_problems(design: dict) -> list[str]:
             for a, b in (("start_s", "start_fraction"), ("stop_s", "stop_fraction")):
                 if a in flow and b in flow:
                     problems.append(f"{where}: give {a} or {b}, not both")
-            if udp and "rate_bps" not in flow:
-                problems.append(f"{where}/rate_bps: a UDP flow needs a rate (e.g. rate_bps: 2G)")
             if udp and ("variant" in flow or "impl" in flow):
                 problems.append(f"{where}: a UDP flow has no congestion control; drop variant and impl")
-            if (flow.get("impl") == "bpf") != ("object" in flow):
-                problems.append(f"{where}: impl bpf and object (the .bpf.o path) go together")
-            for start_key, stop_key in (("start_s", "stop_s"), ("start_fraction", "stop_fraction")):
+            # the rules of a flow (tcpeval.condition) on the template's literal values
+            rules = [("start_s", "stop_s", " s"), ("start_fraction", "stop_fraction", "")]
+            for start_key, stop_key, unit in rules:
                 start, stop = flow.get(start_key, 0), flow.get(stop_key)
-                if isinstance(start, (int, float)) and isinstance(stop, (int, float)) and stop <= start:
-                    problems.append(f"{where}/{stop_key}: the flow stops at {stop}, not after its start ({start})")
+                known = [v if isinstance(v, (int, float)) else None for v in (start, stop)]
+                first = start_key == "start_s"  # the other rules once
+                problems += [f"{where}/{field}: {why}" for field, why in flow_rule_problems(
+                    protocol="udp" if udp else "tcp",
+                    rate_given=("rate_bps" in flow) if first else None,
+                    impl=flow.get("impl", "port") if first else None,
+                    object_given=("object" in flow) if first else None,
+                    start=known[0], stop=known[1], fields=(start_key, stop_key), unit=unit)]
         # Grid keys other than the condition's own and the numeric ones name variants (or templates of them).
         for key, values in grid.items():
             if key in CONDITION_KEYS or key in numeric:
