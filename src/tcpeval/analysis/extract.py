@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from tcpeval import dilation, paths
+from tcpeval import dilation, paths, precision
 from tcpeval import trace as trace_mod
 from tcpeval.analysis import metrics as M
 from tcpeval.condition import Condition
@@ -31,6 +31,8 @@ try:  # orjson parses the large sample arrays several times faster; json is the 
 except ImportError:  # pragma: no cover
     _orjson = None
 
+# Schmeiser (1982): 10-30 batches; the fewest, so a short run still has an interval
+WITHIN_RUN_BATCHES = 10
 SAMPLE_COLUMNS = ("t_s", "bytes", "throughput_bps", "cwnd_bytes", "rtt_us", "retransmits")
 NULLABLE = ("cwnd_bytes", "rtt_us", "retransmits")
 
@@ -144,6 +146,14 @@ def _link_rate(record: dict) -> float:
     return float(rate) if rate else math.nan
 
 
+def _within_run_half_width(rates: np.ndarray) -> float:
+    """The 95 % half-width of a run's mean throughput from its own interval throughputs
+    (batch means, WITHIN_RUN_BATCHES batches; tcpeval.precision): what the claims use for
+    a cell of one run. NaN when the run has too few intervals."""
+    hw = precision.batch_means(rates, batches=WITHIN_RUN_BATCHES).half_width if len(rates) else math.inf
+    return float(hw) if math.isfinite(hw) else math.nan
+
+
 def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
               eps: float = M.DEFAULT_EPSILON) -> tuple[dict, list[dict], dict]:
     """(run row, flow rows, samples columns) of one validated trace, in the units of the
@@ -218,6 +228,8 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         "started_at": record.get("started_at"),
         # Sec. III-B responsiveness and efficiency (flow that starts first; single-flow runs)
         "mean_bps": flow_rows[0]["mean_bps"],
+        # the run's own 95 % interval of it: batch means of its interval throughputs
+        "mean_hw_bps": _within_run_half_width(first["rates"]),
         "q25_bps": float(q[0]), "q50_bps": float(q[1]), "q75_bps": float(q[2]),
         # Sec. III-B fairness / downward compatibility
         "flow1_bps": means_common[0] if multi else math.nan,

@@ -1,8 +1,19 @@
 """The original study's findings as checks on our data (paper/claims.yaml).
 
 Each claim names a check over a table of cells (means over repetitions of the per-run
-metrics, one row per condition). A check returns a verdict -- ``holds``, ``does not
-hold`` or ``not enough data`` -- and a short statement of what we measured.
+metrics, one row per condition, each with a 95 % confidence interval). A check returns a
+verdict and a short statement of what we measured, intervals included:
+
+  holds / does not hold   the intervals are clear of the check's threshold (or of each
+                          other): the same answer for every value inside them
+  undecided at this budget  an interval straddles it: more repetitions (or longer runs)
+                          would be needed to tell
+  not enough data         a cell the check needs is missing
+
+A cell's interval is Student's t over its repetitions; a cell of one run has one only
+for its mean throughput, the run's own batch-means interval (runs table `mean_hw_bps`),
+and none (an unbounded one) for its other metrics. Each comparison is at 95 %, with no
+correction for the several cells a check may read: a stated simplification.
 
 Check types (``check.type``):
   at_least / at_most / above / below  every selected cell's metric vs ``threshold``
@@ -27,9 +38,12 @@ import pandas as pd
 import yaml
 
 from tcpeval.analysis import tables as T
+from tcpeval.precision import t_critical
 from tcpeval.report.latex import escape
 
-HOLDS, FAILS, NODATA = "holds", "does not hold", "not enough data"
+HOLDS, FAILS, UNDECIDED, NODATA = "holds", "does not hold", "undecided at this budget", "not enough data"
+VERDICTS = (HOLDS, FAILS, UNDECIDED, NODATA)
+CONFIDENCE = 0.95
 METRICS = {
     "responsiveness": ["mean_gbps", "mean_frac", "q25_frac", "q50_frac", "q75_frac"],
     "fairness": ["jain", "utilisation_gbps", "utilisation_frac", "share_first"],
@@ -53,10 +67,11 @@ class Verdict:
 
 
 def cells(ds: T.Dataset) -> pd.DataFrame:
-    """Per-condition means of every per-run metric the claims may use."""
+    """Per-condition means of every per-run metric the claims may use, with the number of
+    runs (``n``) and each metric's 95 % half-width (``<metric>_hw``; inf where unknown)."""
     r = ds.runs.copy()
     if r.empty:
-        return pd.DataFrame(columns=["criterion", "variant", "second", "rtt_ms", "drop"])
+        return pd.DataFrame(columns=["criterion", "variant", "second", "rtt_ms", "drop", "n"])
     r["mean_gbps"] = r["mean_bps"] / 1e9
     for q in ("q25", "q50", "q75"):
         r[f"{q}_frac"] = r[f"{q}_bps"] / r["link_rate_bps"]
@@ -64,11 +79,58 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
     r["share_first"] = r["flow1_bps"] / (r["flow1_bps"] + r["flow2_bps"])
     r["spread_gbps"] = r["spread_bps"] / 1e9
     r["spread_frac"] = r["spread_bps"] / r["ubar_bps"]
+    within = r["mean_hw_bps"] if "mean_hw_bps" in r else pd.Series(np.inf, index=r.index)
+    r["mean_gbps_within_hw"] = within / 1e9
+    r["mean_frac_within_hw"] = within / r["link_rate_bps"]
     # convergence metrics average over converged runs only (NaN otherwise, skipped by mean)
     metric_cols = sorted({m for ms in METRICS.values() for m in ms})
     r["second"] = r["second"].fillna("")
-    out = r.groupby(["criterion", "variant", "second", "rtt_ms", "drop"])[metric_cols].mean().reset_index()
-    return out
+    keys = ["criterion", "variant", "second", "rtt_ms", "drop"]
+    groups = r.groupby(keys)
+    out = groups[metric_cols].mean()
+    out["n"] = groups.size()
+    for metric in metric_cols:
+        n, sd = groups[metric].count(), groups[metric].std(ddof=1)
+        t = np.array([t_critical(CONFIDENCE, max(int(k) - 1, 1)) for k in n])
+        hw = np.where(n >= 2, t * sd / np.sqrt(np.maximum(n, 1)), np.inf)
+        if f"{metric}_within_hw" in r:  # one run: its own interval, where the run has one
+            hw = np.where(n == 1, groups[f"{metric}_within_hw"].first().fillna(np.inf), hw)
+        out[f"{metric}_hw"] = hw
+    return out.reset_index()
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value and its 95 % interval [lo, hi] (unbounded when unknown)."""
+    value: float
+    hw: float
+
+    @property
+    def lo(self) -> float:
+        return self.value - self.hw
+
+    @property
+    def hi(self) -> float:
+        return self.value + self.hw
+
+
+def _estimates(sel: pd.DataFrame, metric: str) -> list[Estimate]:
+    hw = sel[f"{metric}_hw"] if f"{metric}_hw" in sel else pd.Series(np.inf, index=sel.index)
+    return [Estimate(float(v), float(h)) for v, h in zip(sel[metric], hw.fillna(np.inf))]
+
+
+def _mean_of(ests: list[Estimate]) -> Estimate:
+    """The mean of independent estimates, its half-width combined in quadrature."""
+    m = len(ests)
+    return Estimate(sum(e.value for e in ests) / m, float(np.sqrt(sum(e.hw ** 2 for e in ests))) / m)
+
+
+def _decide(passed: list[bool | None]) -> str:
+    """Every part decided and passed: holds; any part decided and failed: does not hold;
+    else undecided (None: that part's interval straddles the threshold)."""
+    if any(p is False for p in passed):
+        return FAILS
+    return HOLDS if all(passed) else UNDECIDED
 
 
 def _select(df: pd.DataFrame, where: dict) -> pd.DataFrame:
@@ -101,16 +163,25 @@ def _threshold(t) -> float:
     return float(t)
 
 
-def _fmt(metric: str, v: float) -> str:
+def _fmt(metric: str, v: float, hw: float | None = None) -> str:
+    """A metric's value in its unit, with its half-width (+- ..., or "+- ?" when unknown)."""
     if v is None or not np.isfinite(v):
         return "n/a"
+    scale, unit, digits = 1.0, "", 3
     if metric.endswith("_frac") or metric == "share_first":
-        return f"{100 * v:.1f}\\,\\%"
-    if metric.endswith("_gbps"):
-        return f"{v:.2f}\\,Gbit/s"
-    if metric.endswith("_s"):
-        return f"{v:.2f}\\,s"
-    return f"{v:.3f}"
+        scale, unit, digits = 100.0, "\\,\\%", 1
+    elif metric.endswith("_gbps"):
+        unit, digits = "\\,Gbit/s", 2
+    elif metric.endswith("_s"):
+        unit, digits = "\\,s", 2
+    if hw is None:
+        return f"{scale * v:.{digits}f}{unit}"
+    pm = f"{scale * hw:.{digits}f}" if np.isfinite(hw) else "?"
+    return f"{scale * v:.{digits}f}\\,$\\pm$\\,{pm}{unit}"
+
+
+def _fmt_est(metric: str, e: Estimate) -> str:
+    return _fmt(metric, e.value, e.hw)
 
 
 def _label_cell(row) -> str:
@@ -119,6 +190,35 @@ def _label_cell(row) -> str:
     if row["criterion"] == "responsiveness":
         parts.append(f"drop {row['drop']:g}")
     return " ".join(parts)
+
+
+def _threshold_passes(kind: str, e: Estimate, t: float, hi_t: float | None = None) -> bool | None:
+    """Whether one cell's interval lies on the right side of the threshold (True), wholly
+    on the wrong side (False), or straddles it (None)."""
+    if kind == "between":
+        return True if (e.lo >= t and e.hi <= hi_t) else False if (e.hi < t or e.lo > hi_t) else None
+    if kind in ("at_least", "above"):
+        ok, bad = (e.lo >= t, e.hi < t) if kind == "at_least" else (e.lo > t, e.hi <= t)
+    else:
+        ok, bad = (e.hi <= t, e.lo > t) if kind == "at_most" else (e.hi < t, e.lo >= t)
+    return True if ok else False if bad else None
+
+
+def _ranked(kind: str, group: pd.DataFrame, metric: str, expect: list[str]) -> bool | None:
+    """best (worst): an expected variant's interval is above (below) every other's: True;
+    another's is above (below) every expected one's: False; else None."""
+    ests = dict(zip(group["variant"], _estimates(group, metric)))
+    ours = [e for v, e in ests.items() if v in expect]
+    others = [e for v, e in ests.items() if v not in expect]
+    if not others:
+        return True
+    if kind == "best":
+        if max(e.lo for e in ours) > max(e.hi for e in others):
+            return True
+        return False if max(e.lo for e in others) > max(e.hi for e in ours) else None
+    if min(e.hi for e in ours) < min(e.lo for e in others):
+        return True
+    return False if min(e.hi for e in others) < min(e.lo for e in ours) else None
 
 
 def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
@@ -134,19 +234,24 @@ def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
         sel = _select(df, base).dropna(subset=[metric])
         if len(sel) < min_cells:
             return NODATA, f"{len(sel)} of {min_cells} required cells present"
-        vals = sel[metric].to_numpy(float)
+        ests = _estimates(sel, metric)
         if kind == "between":
             lo, hi = _threshold(check["lo"]), _threshold(check["hi"])
-            ok = (vals >= lo) & (vals <= hi)
+            passed = [_threshold_passes(kind, e, lo, hi) for e in ests]
         else:
             t = _threshold(check["threshold"])
-            ok = {"at_least": vals >= t, "at_most": vals <= t, "above": vals > t, "below": vals < t}[kind]
-        worst = sel.iloc[int(np.argmin(vals))] if kind in ("at_least", "above", "between") else sel.iloc[int(np.argmax(vals))]
-        rng = f"{_fmt(metric, vals.min())} to {_fmt(metric, vals.max())}" if len(vals) > 1 else _fmt(metric, vals[0])
-        text = f"{len(vals)} cell(s), {rng}"
-        if not ok.all():
-            text += f"; {int((~ok).sum())} fail, e.g. {_label_cell(worst)}"
-        return (HOLDS if ok.all() else FAILS), text
+            passed = [_threshold_passes(kind, e, t) for e in ests]
+        vals = np.array([e.value for e in ests])
+        worst = int(np.argmin(vals)) if kind in ("at_least", "above", "between") else int(np.argmax(vals))
+        text = f"{len(ests)} cell(s), " + (_fmt_est(metric, ests[0]) if len(ests) == 1 else
+                                          f"{_fmt(metric, vals.min())} to {_fmt(metric, vals.max())}; "
+                                          f"nearest {_label_cell(sel.iloc[worst])}: {_fmt_est(metric, ests[worst])}")
+        failed, open_ = sum(p is False for p in passed), sum(p is None for p in passed)
+        if failed:
+            text += f"; {failed} fail"
+        if open_:
+            text += f"; {open_} undecided"
+        return _decide(passed), text
 
     if kind in ("best", "worst"):
         expect = check["expect"] if isinstance(check["expect"], list) else [check["expect"]]
@@ -158,27 +263,33 @@ def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
         for g in groups:
             if g["variant"].nunique() < need or not g["variant"].isin(expect).any():
                 continue
-            top = g.loc[g[metric].idxmax() if kind == "best" else g[metric].idxmin()]
-            results.append(top["variant"] in expect)
+            pos = int(np.argmax(g[metric].to_numpy()) if kind == "best" else np.argmin(g[metric].to_numpy()))
+            top, top_est = g.iloc[pos], _estimates(g, metric)[pos]
+            results.append(_ranked(kind, g, metric, expect))
             where = f" at {top['rtt_ms']:g}\\,ms" if "rtt_ms" in per else ""
-            texts.append(f"{kind}{where}: {T.label(top['variant'])} ({_fmt(metric, top[metric])}"
+            texts.append(f"{kind}{where}: {T.label(top['variant'])} ({_fmt_est(metric, top_est)}"
                          f" of {g['variant'].nunique()} variants)")
         if not results:
             return NODATA, f"fewer than {need} variants (with {'/'.join(T.label(e) for e in expect)}) present"
-        return (HOLDS if all(results) else FAILS), "; ".join(texts)
+        return _decide(results), "; ".join(texts)
 
     if kind in ("greater", "close"):
         a = _select(df, {**base, **check["a"]}).dropna(subset=[metric])
         b = _select(df, {**base, **check["b"]}).dropna(subset=[metric])
         if len(a) < min_cells or len(b) < min_cells:
             return NODATA, f"cells present: {len(a)} and {len(b)}"
-        ma, mb = float(a[metric].mean()), float(b[metric].mean())
-        text = f"{_fmt(metric, ma)} vs {_fmt(metric, mb)}"
+        ea, eb = _mean_of(_estimates(a, metric)), _mean_of(_estimates(b, metric))
+        diff = Estimate(ea.value - eb.value, float(np.hypot(ea.hw, eb.hw)))
+        text = f"{_fmt_est(metric, ea)} vs {_fmt_est(metric, eb)}"
         if kind == "greater":
-            return (HOLDS if ma > mb else FAILS), text
-        rel = abs(ma - mb) / max(abs(ma), abs(mb)) if max(abs(ma), abs(mb)) > 0 else 0.0
+            return _decide([True if diff.lo > 0 else False if diff.hi <= 0 else None]), text
+        scale = max(abs(ea.value), abs(eb.value))
         tol = float(check["tolerance"])
-        return (HOLDS if rel <= tol else FAILS), f"{text} ({100 * rel:.1f}\\,\\% apart)"
+        if scale == 0:
+            return HOLDS, f"{text} (0.0\\,\\% apart)"
+        gap_lo, gap_hi = max(0.0, abs(diff.value) - diff.hw) / scale, (abs(diff.value) + diff.hw) / scale
+        passed = True if gap_hi <= tol else False if gap_lo > tol else None
+        return _decide([passed]), f"{text} ({100 * abs(diff.value) / scale:.1f}\\,\\% apart)"
 
     if kind == "within":
         sel = _select(df, base).dropna(subset=[metric])
@@ -188,12 +299,18 @@ def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
         groups = [g for g in groups if g["variant"].nunique() >= int(check.get("min_variants", 2))]
         if not groups:
             return NODATA, "fewer than two variants per group"
-        worst_rel = 0.0
+        worst_rel, passed = 0.0, []
         for g in groups:
-            hi, lo = g[metric].max(), g[metric].min()
-            worst_rel = max(worst_rel, (hi - lo) / hi if hi > 0 else 0.0)
-        return (HOLDS if worst_rel <= tol else FAILS), (f"{len(groups)} group(s); largest gap "
-                                                        f"{100 * worst_rel:.1f}\\,\\%")
+            ests = _estimates(g, metric)
+            top = max(e.value for e in ests)
+            if top <= 0:
+                passed.append(True)
+                continue
+            worst_rel = max(worst_rel, (top - min(e.value for e in ests)) / top)
+            gap_hi = (max(e.hi for e in ests) - min(e.lo for e in ests)) / top
+            gap_lo = max(0.0, max(e.lo for e in ests) - min(e.hi for e in ests)) / top
+            passed.append(True if gap_hi <= tol else False if gap_lo > tol else None)
+        return _decide(passed), f"{len(groups)} group(s); largest gap {100 * worst_rel:.1f}\\,\\%"
     raise ClaimError(f"claim {claim['id']}: unknown check type {kind!r}")
 
 
@@ -222,9 +339,36 @@ def check_all(claims: list[dict], ds: T.Dataset) -> list[Verdict]:
     return out
 
 
-def table(verdicts: list[Verdict]) -> str:
-    """The reproduction table: claim, our encoding of it, verdict, what we measured."""
-    mark = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{does not hold}", NODATA: r"\textit{not enough data}"}
+def paper_link_gbps(claims: list[dict]) -> float | None:
+    """The link rate the paper's absolute figures refer to (their thresholds' of_link_gbps)."""
+    rates = {float(t["of_link_gbps"]) for c in claims for key in ("threshold", "lo", "hi")
+             if isinstance(t := c["check"].get(key), dict) and "of_link_gbps" in t}
+    return rates.pop() if len(rates) == 1 else None
+
+
+def scale_note(ds: T.Dataset, claims: list[dict]) -> str:
+    """Whether the campaign ran at the paper's link rate: its verdicts are at the paper's
+    scale only then; elsewhere the paper's absolute rates are compared as fractions of our
+    link, which the table says above it."""
+    paper = paper_link_gbps(claims)
+    ours = sorted({round(float(r) / 1e9, 3) for r in ds.runs.get("link_rate_bps", pd.Series(dtype=float)).dropna()})
+    if not ours or paper is None:
+        return ""
+    if ours == [paper]:
+        return (f"At the paper's scale: every run of this campaign had the paper's {paper:g}\\,Gbit/s "
+                "link (time-dilated where the host carries less), and its absolute figures are "
+                "compared as they are.\\par\n")
+    return (f"\\textbf{{Not the paper's scale:}} this campaign's link ran at "
+            f"{', '.join(f'{r:g}' for r in ours)}\\,Gbit/s, not the paper's {paper:g}\\,Gbit/s; the "
+            "paper's absolute rates are compared as fractions of the link, and a window-dependent "
+            "finding need not carry over.\\par\n")
+
+
+def table(verdicts: list[Verdict], note: str = "") -> str:
+    """The reproduction table: claim, our encoding of it, verdict, what we measured;
+    ``note`` (scale_note) above it."""
+    mark = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{does not hold}", UNDECIDED: r"\textit{undecided}",
+            NODATA: r"\textit{not enough data}"}
     lines = [r"\begin{longtable}{@{}p{0.05\linewidth}p{0.37\linewidth}p{0.15\linewidth}p{0.35\linewidth}@{}}",
              r"\toprule", r"Sec. & Published finding (paraphrased) & Verdict & Our data \\", r"\midrule",
              r"\endhead", r"\bottomrule", r"\endfoot"]
@@ -232,13 +376,13 @@ def table(verdicts: list[Verdict]) -> str:
         finding = escape(v.paper) + (f" \\emph{{Check: {escape(v.check)}}}" if v.check else "")
         lines.append(f"{escape(v.section)} & {finding} & {mark[v.verdict]} & {v.ours} \\\\")
     lines.append(r"\end{longtable}")
-    return "\n".join(lines) + "\n"
+    return note + "\n".join(lines) + "\n"
 
 
 def by_campaign(columns: dict[str, list[Verdict]], absent: list[str]) -> str:
     """Which finding holds at which campaign: one row per claim, one column per campaign
     whose results exist; campaigns without results are named below the table."""
-    mark = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{no}", NODATA: r"\textit{n/a}"}
+    mark = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{no}", UNDECIDED: "?", NODATA: r"\textit{n/a}"}
     names = list(columns)
     ids = [v.id for v in next(iter(columns.values()))] if columns else []
     lines = [r"\begin{longtable}{@{}l" + "c" * len(names) + "@{}}", r"\toprule",
@@ -256,4 +400,4 @@ def by_campaign(columns: dict[str, list[Verdict]], absent: list[str]) -> str:
 
 
 def counts(verdicts: list[Verdict]) -> dict[str, int]:
-    return {k: sum(v.verdict == k for v in verdicts) for k in (HOLDS, FAILS, NODATA)}
+    return {k: sum(v.verdict == k for v in verdicts) for k in VERDICTS}

@@ -98,11 +98,12 @@ def cmd_claims(args) -> int:
 
     ds, *_ = _context(args)
     try:
-        verdicts = C.check_all(C.load_claims(args.claims), ds)
+        claims = C.load_claims(args.claims)
+        verdicts = C.check_all(claims, ds)
     except (OSError, C.ClaimError) as err:
         raise UserError(str(err)) from None
     Path(args.out_tex).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out_tex).write_text(C.table(verdicts))
+    Path(args.out_tex).write_text(C.table(verdicts, C.scale_note(ds, claims)))
     if args.out_campaigns_tex:
         _, design, campaign, backend = _context(args)
         columns, absent = {campaign: verdicts}, []

@@ -104,6 +104,8 @@ def build(ds: T.Dataset, design: dict, campaign: str, backend: str,
         m.name("tevClaimsTotal", len(verdicts))
         m.name("tevClaimsHold", k[C.HOLDS])
         m.name("tevClaimsFail", k[C.FAILS])
+        m.name("tevClaimsUndecided", k[C.UNDECIDED])
+        m.name("tevClaimsConfidence", round(100 * C.CONFIDENCE))
         m.name("tevClaimsNoData", k[C.NODATA])
     return m
 
