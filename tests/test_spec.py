@@ -1,11 +1,12 @@
 """The design expresses Table II exactly, campaigns scale it, and bad input stops early."""
 import copy
+import math
 import re
 
 import pytest
 import yaml
 
-from tcpeval import paths, run_index, spec
+from tcpeval import mathis, paths, run_index, spec
 
 
 def test_paper_campaign_has_table_ii_counts(design):
@@ -219,10 +220,21 @@ def test_a_criterion_naming_an_unknown_campaign_or_a_loss_rule_at_p_zero_is_refu
     design = copy.deepcopy(spec.load_design())
     design["criteria"]["mathis"]["campaigns"] = ["validaton"]
     design["criteria"]["mathis_native"]["grid"]["drop"] = [0, 1e-3]
+    del design["criteria"]["mathis_native"]["duration_for_loss_events"]["min_s"]
     with pytest.raises(spec.SpecError) as err:
         spec.validate_design(design)
     assert "criteria/mathis/campaigns: unknown campaign 'validaton'" in str(err.value)
     assert "criteria/mathis_native/duration_for_loss_events: the grid has drop 0" in str(err.value)
+
+
+def test_a_loss_event_rule_runs_its_minimum_without_loss_and_stops_at_its_maximum():
+    rule = {"events": 500, "link_bps": 9.5e9, "min_s": 30, "max_s": 900}
+    assert spec.point_duration(rule, {}, 6.2, 0.0) == 30
+    assert spec.point_duration(rule, {}, 0.2, 1e-4) == 30            # hundreds of events per second
+    assert spec.point_duration(rule, {}, 24.2, 1e-7) == 900          # days of traffic, capped
+    at_6_2 = spec.point_duration(rule, {}, 6.2, 1e-4)                # by hand: 500 events / Mathis rate
+    assert at_6_2 == math.ceil(500 / mathis.loss_events_per_s(6.2, 1e-4, 9.5e9))
+    assert spec.point_duration(None, {"duration_s": 20}, 6.2, 1e-4) == 20
 
 
 # --------------------------------------------------------------------- time dilation

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import math
 import string
 import zlib
 from functools import lru_cache
@@ -18,7 +19,7 @@ import jsonschema
 import yaml
 
 from tcpeval import dilation as dilation_mod
-from tcpeval import mathis, paths, quantity
+from tcpeval import findings, mathis, paths, quantity
 from tcpeval.condition import (
     BACKENDS,
     UDP,
@@ -118,6 +119,17 @@ def _variant_problem(where: str, value: str, variants: list[str] | None) -> str 
     return f"{where}: {named[0][1]}" if named else None
 
 
+def _claims_problems(campaign: str, path: str, criteria: dict) -> list[str]:
+    where = f"campaigns/{campaign}/cells_from_claims"
+    try:
+        claims = _load_claims(str(REPO_ROOT / path))
+    except (OSError, findings.ClaimError, yaml.YAMLError) as err:
+        return [f"{where}: {err}"]
+    named = {sel.get("criterion") for c in claims for sel in findings.selections(c)} - {None}
+    return [f"{where}: a finding reads criterion {name!r}, which the design lacks; allowed values: "
+            f"{', '.join(criteria)}" for name in sorted(named - set(criteria))]
+
+
 def _numeric_keys(grid: dict) -> list[str]:
     return [k for k, vs in grid.items() if k not in CONDITION_KEYS
             and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vs)]
@@ -191,10 +203,18 @@ def _cross_field_problems(design: dict) -> list[str]:
         if "seed_from" in crit and crit["seed_from"] not in criteria:
             problems.append(f"criteria/{name}/seed_from: unknown criterion {crit['seed_from']!r}; "
                             f"allowed values: {', '.join(criteria)}")
-        if "duration_for_loss_events" in crit and 0 in crit["grid"]["drop"]:
+        rule = crit.get("duration_for_loss_events")
+        if rule and 0 in crit["grid"]["drop"] and not rule.get("min_s"):
             problems.append(f"criteria/{name}/duration_for_loss_events: the grid has drop 0, where no "
-                            "loss event occurs; give such a criterion a duration_s")
+                            "loss event occurs; give such a criterion a duration_s or the rule a min_s")
     for cname, campaign in design["campaigns"].items():
+        if "cells_from_claims" in campaign:
+            problems += _claims_problems(cname, campaign["cells_from_claims"], criteria)
+        for crit, override in campaign.get("criteria", {}).items():
+            rule = override.get("duration_for_loss_events")
+            if rule and crit in criteria and 0 in criteria[crit]["grid"]["drop"] and not rule.get("min_s"):
+                problems.append(f"campaigns/{cname}/criteria/{crit}/duration_for_loss_events: the grid has "
+                                "drop 0, where no loss event occurs; give the rule a min_s")
         for crit in campaign.get("only", []):
             if crit not in criteria:
                 problems.append(f"campaigns/{cname}/only: unknown criterion {crit!r}; allowed values: {', '.join(criteria)}")
@@ -308,23 +328,89 @@ def criterion_settings(design: dict, campaign: str, criterion: str) -> dict:
 
 
 def criteria_of(design: dict, campaign: str) -> list[str]:
-    """The criteria a campaign runs: its `only` list, else every criterion that does not
-    name its own campaigns (`campaigns:`), plus those that name this one."""
+    """The criteria a campaign runs: its `only` list; else, for a campaign of the findings'
+    cells, the criteria the findings read; else every criterion that does not name its
+    own campaigns (`campaigns:`), plus those that name this one."""
     camp = _campaign(design, campaign)
     if "only" in camp:
         return list(camp["only"])
+    if "cells_from_claims" in camp:
+        named = {sel.get("criterion") for c in claims_of(design, campaign) for sel in findings.selections(c)}
+        return [name for name in design["criteria"] if name in named or None in named]
     return [name for name, crit in design["criteria"].items()
             if "campaigns" not in crit or campaign in crit["campaigns"]]
 
 
-def point_duration(crit: dict, settings: dict, rtt_ms: float, drop: float) -> float:
-    """A grid point's run length: the criterion's loss-event rule where it has one (enough
-    traffic for N expected loss events, tcpeval.mathis), else the settings' duration."""
-    rule = crit.get("duration_for_loss_events")
+def claims_of(design: dict, campaign: str) -> list[dict]:
+    """The findings whose cells a campaign runs (its `cells_from_claims`), else none."""
+    path = _campaign(design, campaign).get("cells_from_claims")
+    return _load_claims(str(REPO_ROOT / path)) if path else []
+
+
+@lru_cache(maxsize=8)
+def _load_claims(path: str) -> list[dict]:
+    return findings.load_claims(path)
+
+
+def loss_event_rule(design: dict, campaign: str, criterion: str) -> dict | None:
+    """The run-length rule of a criterion in a campaign (the campaign's override, else the
+    criterion's own), or None: the settings' duration_s."""
+    override = _campaign(design, campaign).get("criteria", {}).get(criterion, {})
+    return override.get("duration_for_loss_events") or design["criteria"][criterion].get("duration_for_loss_events")
+
+
+def point_duration(rule: dict | None, settings: dict, rtt_ms: float, drop: float) -> float:
+    """A grid point's run length: the loss-event rule where there is one (enough traffic
+    for N expected loss events, tcpeval.mathis, within [min_s, max_s]; min_s where the
+    link, not loss, limits the flow), else the settings' duration."""
     if not rule:
         return float(settings["duration_s"])
+    if drop == 0 or mathis.throughput_bps(rtt_ms, drop) >= rule["link_bps"]:
+        # no loss, or too little to matter: the link, not loss, sets the rate (the
+        # run-length model: 0.2 ms up to 1e-6 reaches +-2 % within 30 s)
+        return float(rule["min_s"])
+    duration = mathis.duration_for_loss_events(rule["events"], rtt_ms, drop, rule["link_bps"],
+                                               min_s=rule.get("min_s", 0.0))
+    return min(duration, float(rule.get("max_s", math.inf)))
+
+
+def needed_duration(rule: dict | None, rtt_ms: float, drop: float) -> float | None:
+    """What a point's loss-event rule asks for before its max_s caps it (None without a
+    rule, or where the link limits the flow)."""
+    if not rule or drop == 0 or mathis.throughput_bps(rtt_ms, drop) >= rule["link_bps"]:
+        return None
     return mathis.duration_for_loss_events(rule["events"], rtt_ms, drop, rule["link_bps"],
                                            min_s=rule.get("min_s", 0.0))
+
+
+def beyond_budget(rule: dict | None, rtt_ms: float, drop: float) -> bool:
+    """Whether the rule leaves this point out (over_max: skip) because it needs more
+    than max_s: planned, not run (not_run lists them)."""
+    needed = needed_duration(rule, rtt_ms, drop)
+    return bool(rule and rule.get("over_max") == "skip" and needed is not None
+                and needed > float(rule.get("max_s", math.inf)))
+
+
+def not_run(design: dict, campaign: str) -> list[dict]:
+    """The cells a campaign plans but does not run: its loss-event rule needs more than
+    its max_s there (over_max: skip). Each: criterion, variant, second, rtt_ms, drop,
+    needed_s, max_s."""
+    out = []
+    camp = _campaign(design, campaign)
+    for name in criteria_of(design, campaign):
+        crit, rule = design["criteria"][name], loss_event_rule(design, campaign, name)
+        settings = criterion_settings(design, campaign, name)
+        claims = claims_of(design, campaign)
+        select = camp.get("criteria", {}).get(name, {}).get("select", {})
+        for point in _grid_points(crit, select):
+            rtt, drop = float(point["rtt_ms"]), float(point["drop"])
+            if not beyond_budget(rule, rtt, drop):
+                continue
+            cell = _cell(name, _flows_of(crit, name, point, settings, float(rule["max_s"])), point)
+            if claims and not findings.needed(cell, claims):
+                continue
+            out.append({**cell, "needed_s": needed_duration(rule, rtt, drop), "max_s": float(rule["max_s"])})
+    return out
 
 
 def _render(template: str, values: dict[str, str]) -> str:
@@ -421,10 +507,16 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
         crit = design["criteria"][name]
         settings = criterion_settings(design, campaign, name)
         select = camp.get("criteria", {}).get(name, {}).get("select", {})
+        rule = loss_event_rule(design, campaign, name)
+        claims = claims_of(design, campaign)
         factor_keys = varying_factors(crit)
         for point in _grid_points(crit, select):
-            duration = point_duration(crit, settings, float(point["rtt_ms"]), float(point["drop"]))
+            if beyond_budget(rule, float(point["rtt_ms"]), float(point["drop"])):
+                continue  # planned, not run (not_run)
+            duration = point_duration(rule, settings, float(point["rtt_ms"]), float(point["drop"]))
             flows = _flows_of(crit, name, point, settings, duration)
+            if claims and not findings.needed(_cell(name, flows, point), claims):
+                continue  # a cell no finding reads
             for flow in flows:
                 if declared is not None and flow.protocol == "tcp" and flow.variant not in declared:
                     raise SpecError(f"criteria/{name}/flows: variant {flow.variant!r} (grid point {point}) "
@@ -456,6 +548,13 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                 seen[path] = identity
                 runs.append(cond)
     return runs
+
+
+def _cell(criterion: str, flows: list[Flow], point: dict) -> dict:
+    """A grid point as the findings select it (tcpeval.findings)."""
+    return {"criterion": criterion, "variant": flows[0].variant,
+            "second": flows[1].variant if len(flows) > 1 else "",
+            "rtt_ms": float(point["rtt_ms"]), "drop": float(point["drop"])}
 
 
 def counts_by_criterion(runs: Iterable[Condition]) -> dict[str, int]:

@@ -120,7 +120,7 @@ def test_verdicts_by_campaign_have_a_column_per_campaign_with_results(smoke_resu
                  "--out-tex", str(tmp_path / "c.tex"), "--also", "quick",
                  "--out-campaigns-tex", str(out)]) == 0
     text = out.read_text()
-    assert "Finding & \\texttt{smoke} \\\\" in text           # quick has no results here
+    assert "Finding & \\texttt{smoke}" in text and "quick}" not in text.split("\\midrule")[0]  # quick: no results
     assert "Campaigns without results for this backend: \\texttt{quick}." in text
     n_claims = len(C.load_claims("paper/claims.yaml"))
     assert text.count("\\\\\n") - 1 == n_claims               # header + one row per claim
@@ -140,3 +140,18 @@ def test_the_table_says_whether_the_campaign_ran_at_the_papers_scale():
     assert note(9.5e9).startswith("At the paper's scale")
     assert "Not the paper's scale" in note(0.8e9) and "0.8\\,Gbit/s" in note(0.8e9)
     assert C.table([], note(0.8e9)).startswith(note(0.8e9))
+
+
+def test_a_claim_reading_a_cell_planned_but_not_run_is_undecided_at_this_budget():
+    from tcpeval.analysis.tables import Dataset
+    runs = _runs({"reno": [4.0, 4.1], "bic": [8.0, 8.1]})
+    ds = Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False)
+    claim = _claim({"type": "best", "metric": "mean_gbps", "expect": "bic", "where": {"criterion": "responsiveness"}})
+    assert C.check_all([claim], ds)[0].verdict == C.HOLDS
+    unrun = [{"criterion": "responsiveness", "variant": "htcp", "second": "", "rtt_ms": 0.2, "drop": 1e-4,
+              "needed_s": 7044.0, "max_s": 300.0}]
+    v = C.check_all([claim], ds, unrun)[0]
+    assert v.verdict == C.UNDECIDED and v.ours.startswith("1 cell(s) not run at this budget (up to 117")
+    elsewhere = [{**unrun[0], "rtt_ms": 24.2}]
+    assert C.check_all([{**claim, "check": {**claim["check"], "where": {"rtt_ms": 0.2}}}], ds,
+                       elsewhere)[0].verdict == C.HOLDS

@@ -222,9 +222,7 @@ def cmd_cleanup(args) -> int:
 
 def cmd_plan(args) -> int:
     """Runs, traffic time and wall time of a campaign on this host, with the time-dilation
-    factors its runs would get."""
-
-
+    factors its runs would get; the cells a campaign plans but does not run."""
     try:
         design = spec.load_design(args.design)
         runs = spec.expand(design, args.campaign, args.backend)
@@ -269,6 +267,14 @@ def cmd_plan(args) -> int:
     for n in args.nodes:
         h = planning.makespan_s(walls, n) / 3600
         print(f"  {n:7d} {h:9.2f} {h / 24:7.2f}")
+    unrun = spec.not_run(design, args.campaign)
+    if unrun:
+        print(f"  planned, not run: {len(unrun)} cell(s) whose run-length rule needs more than its max_s "
+              "(the claims that read them are undecided at this budget):")
+        for c in unrun:
+            pair = c["variant"] + (f"+{c['second']}" if c["second"] else "")
+            print(f"    {c['criterion']} {pair} rtt {c['rtt_ms']:g} ms drop {c['drop']:g}: "
+                  f"needs {c['needed_s'] / 60:.0f} min, max {c['max_s'] / 60:.0f}")
     return 0
 
 

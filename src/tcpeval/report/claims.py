@@ -31,13 +31,12 @@ as ``{gbps: x, of_link_gbps: y}`` (the paper's absolute numbers, scaled to our l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from tcpeval.analysis import tables as T
+from tcpeval.findings import ClaimError, load_claims, matches, selections  # noqa: F401 (the report's API)
 from tcpeval.precision import t_critical
 from tcpeval.report.latex import escape
 
@@ -50,10 +49,6 @@ METRICS = {
     "compatibility": ["jain", "utilisation_gbps", "utilisation_frac", "share_first"],
     "convergence": ["conv_time_s", "spread_gbps", "spread_frac"],
 }
-
-
-class ClaimError(ValueError):
-    pass
 
 
 @dataclass
@@ -134,25 +129,11 @@ def _decide(passed: list[bool | None]) -> str:
 
 
 def _select(df: pd.DataFrame, where: dict) -> pd.DataFrame:
-    m = np.ones(len(df), dtype=bool)
-    for key, val in where.items():
-        if key == "criterion":
-            m &= (df["criterion"] == val).to_numpy()
-        elif key in ("variant", "second"):
-            vals = val if isinstance(val, list) else [val]
-            m &= df[key].isin(vals).to_numpy()
-        elif key in ("rtt_ms", "drop"):
-            vals = val if isinstance(val, list) else [val]
-            m &= np.isin(np.round(df[key].astype(float), 12), np.round(np.array(vals, dtype=float), 12))
-        elif key in ("rtt_min", "drop_min"):
-            m &= (df[key[:-4] if key == "drop_min" else "rtt_ms"].astype(float) >= float(val) - 1e-12).to_numpy()
-        elif key in ("rtt_max", "drop_max"):
-            m &= (df[key[:-4] if key == "drop_max" else "rtt_ms"].astype(float) <= float(val) + 1e-12).to_numpy()
-        elif key == "same_variant":
-            m &= ((df["variant"] == df["second"]) == bool(val)).to_numpy()
-        else:
-            raise ClaimError(f"unknown selection key {key!r}")
-    return df[m]
+    """The cells in a selection (tcpeval.findings.matches: one meaning for the checks and
+    for the campaign that runs the findings' cells)."""
+    if df.empty:
+        return df
+    return df[[matches(cell, where) for cell in df.to_dict("records")]]
 
 
 def _threshold(t) -> float:
@@ -314,27 +295,20 @@ def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
     raise ClaimError(f"claim {claim['id']}: unknown check type {kind!r}")
 
 
-def load_claims(path: str | Path) -> list[dict]:
-    data = yaml.safe_load(Path(path).read_text())
-    claims = data.get("claims") if isinstance(data, dict) else None
-    if not isinstance(claims, list):
-        raise ClaimError(f"{path}: expected a top-level 'claims' list")
-    ids = set()
-    for c in claims:
-        for key in ("id", "section", "paper", "check"):
-            if key not in c:
-                raise ClaimError(f"{path}: claim {c.get('id', '?')} lacks {key!r}")
-        if c["id"] in ids:
-            raise ClaimError(f"{path}: duplicate claim id {c['id']!r}")
-        ids.add(c["id"])
-    return claims
-
-
-def check_all(claims: list[dict], ds: T.Dataset) -> list[Verdict]:
+def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> list[Verdict]:
+    """Each claim's verdict on the dataset's cells. A claim that reads a cell the campaign
+    planned but did not run (``not_run``: tcpeval.spec.not_run) is undecided at this
+    budget, whatever the cells it has say, and names what the missing ones need."""
     df = cells(ds)
     out = []
     for c in claims:
         verdict, ours = evaluate(c, df) if len(df) else (NODATA, "no runs")
+        missing = [cell for cell in not_run if any(matches(cell, sel) for sel in selections(c))]
+        if missing:
+            need = max(cell["needed_s"] for cell in missing) / 60
+            ours = (f"{len(missing)} cell(s) not run at this budget (up to {need:.0f}\\,min each needed, "
+                    f"{missing[0]['max_s'] / 60:.0f}\\,min allowed)" + (f"; {ours}" if verdict != NODATA else ""))
+            verdict = UNDECIDED
         out.append(Verdict(c["id"], str(c["section"]), c["paper"], c.get("encoding", ""), verdict, ours))
     return out
 
@@ -346,15 +320,24 @@ def paper_link_gbps(claims: list[dict]) -> float | None:
     return rates.pop() if len(rates) == 1 else None
 
 
+def _link_rates_gbps(ds: T.Dataset) -> list[float]:
+    return sorted({round(float(r) / 1e9, 3) for r in ds.runs.get("link_rate_bps", pd.Series(dtype=float)).dropna()})
+
+
+def at_paper_scale(ds: T.Dataset, claims: list[dict]) -> bool:
+    """Whether every run of the dataset had the paper's link rate."""
+    paper = paper_link_gbps(claims)
+    return paper is not None and _link_rates_gbps(ds) == [paper]
+
+
 def scale_note(ds: T.Dataset, claims: list[dict]) -> str:
     """Whether the campaign ran at the paper's link rate: its verdicts are at the paper's
     scale only then; elsewhere the paper's absolute rates are compared as fractions of our
     link, which the table says above it."""
-    paper = paper_link_gbps(claims)
-    ours = sorted({round(float(r) / 1e9, 3) for r in ds.runs.get("link_rate_bps", pd.Series(dtype=float)).dropna()})
+    paper, ours = paper_link_gbps(claims), _link_rates_gbps(ds)
     if not ours or paper is None:
         return ""
-    if ours == [paper]:
+    if at_paper_scale(ds, claims):
         return (f"At the paper's scale: every run of this campaign had the paper's {paper:g}\\,Gbit/s "
                 "link (time-dilated where the host carries less), and its absolute figures are "
                 "compared as they are.\\par\n")
@@ -379,22 +362,25 @@ def table(verdicts: list[Verdict], note: str = "") -> str:
     return note + "\n".join(lines) + "\n"
 
 
-def by_campaign(columns: dict[str, list[Verdict]], absent: list[str]) -> str:
+def by_campaign(columns: dict[str, list[Verdict]], absent: list[str], at_scale: list[str] = ()) -> str:
     """Which finding holds at which campaign: one row per claim, one column per campaign
-    whose results exist; campaigns without results are named below the table."""
+    whose results exist (those at the paper's scale, ``at_scale``, marked); campaigns
+    without results are named below the table."""
     mark = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{no}", UNDECIDED: "?", NODATA: r"\textit{n/a}"}
     names = list(columns)
     ids = [v.id for v in next(iter(columns.values()))] if columns else []
     lines = [r"\begin{longtable}{@{}l" + "c" * len(names) + "@{}}", r"\toprule",
-             "Finding & " + " & ".join(f"\\texttt{{{escape(n)}}}" for n in names) + r" \\",
+             "Finding & " + " & ".join(f"\\texttt{{{escape(n)}}}" + ("$^*$" if n in at_scale else "")
+                                       for n in names) + r" \\",
              r"\midrule", r"\endhead", r"\bottomrule", r"\endfoot"]
     for i, cid in enumerate(ids):
         marks = [mark[columns[n][i].verdict] for n in names]
         lines.append(f"\\texttt{{{escape(cid)}}} & " + " & ".join(marks) + r" \\")
     lines.append(r"\end{longtable}")
-    tail = ""
+    tail = ("$^*$ at the paper's scale (its link rate); the others compare fractions of a "
+            "slower link. ?: undecided at that campaign's budget.\\par\n")
     if absent:
-        tail = ("Campaigns without results for this backend: "
+        tail += ("Campaigns without results for this backend: "
                 + ", ".join(f"\\texttt{{{escape(a)}}}" for a in absent) + ".\\par\n")
     return "\n".join(lines) + "\n" + tail
 

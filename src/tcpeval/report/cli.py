@@ -96,17 +96,17 @@ def cmd_claims(args) -> int:
     from tcpeval.analysis import tables
     from tcpeval.report import claims as C
 
-    ds, *_ = _context(args)
+    ds, design, campaign, _ = _context(args)
     try:
         claims = C.load_claims(args.claims)
-        verdicts = C.check_all(claims, ds)
+        verdicts = C.check_all(claims, ds, spec.not_run(design, campaign))
     except (OSError, C.ClaimError) as err:
         raise UserError(str(err)) from None
     Path(args.out_tex).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out_tex).write_text(C.table(verdicts, C.scale_note(ds, claims)))
     if args.out_campaigns_tex:
         _, design, campaign, backend = _context(args)
-        columns, absent = {campaign: verdicts}, []
+        columns, absent, at_scale = {campaign: verdicts}, [], {campaign: C.at_paper_scale(ds, claims)}
         for other in args.also or []:
             other_results = Path(args.results).parent / other
             if not (other_results / "runs.parquet").exists():
@@ -115,10 +115,14 @@ def cmd_claims(args) -> int:
             try:
                 other_ds = tables.load(other_results, design, other, backend,
                                        include_flagged=args.include_flagged)
-                columns[other] = C.check_all(C.load_claims(args.claims), other_ds)
+                columns[other] = C.check_all(claims, other_ds, spec.not_run(design, other))
+                at_scale[other] = C.at_paper_scale(other_ds, claims)
             except (spec.SpecError, C.ClaimError) as err:
                 raise UserError(f"{other_results}: {err}") from None
-        Path(args.out_campaigns_tex).write_text(C.by_campaign(columns, absent))
+        # the campaigns at the paper's scale lead
+        order = sorted(columns, key=lambda name: not at_scale[name])
+        Path(args.out_campaigns_tex).write_text(C.by_campaign({n: columns[n] for n in order}, absent,
+                                                              [n for n in order if at_scale[n]]))
     if args.out_json:
         Path(args.out_json).write_text(json.dumps([v.__dict__ for v in verdicts], indent=1) + "\n")
     for v in verdicts:

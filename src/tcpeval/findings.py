@@ -1,0 +1,93 @@
+"""The published findings (paper/claims.yaml) and the cells each one reads.
+
+One meaning of a finding's selection (its check's `where`, and `a` / `b` where it compares
+two selections) for both of its readers: the checks on our tables
+(tcpeval.report.claims) and the campaign that runs exactly the cells the findings need
+(a campaign's `cells_from_claims`, tcpeval.spec). A leaf of the package, like
+tcpeval.condition: it reads YAML and compares numbers, nothing else.
+
+A cell is a condition without its repetition: criterion, variant (the first flow's),
+second (the second flow's, "" for none), rtt_ms, drop.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+SELECTION_KEYS = ("criterion", "variant", "second", "rtt_ms", "rtt_min", "rtt_max", "drop", "drop_min",
+                  "drop_max", "same_variant")
+_TOL = 1e-12  # settings written in decimal: 1.0e-7 in YAML and in a path are the same number
+
+
+class ClaimError(ValueError):
+    pass
+
+
+def load_claims(path: str | Path) -> list[dict]:
+    """The claims of a findings file, each with its id, section, paper and check; every
+    selection's keys checked (ClaimError names the claim and the key)."""
+    data = yaml.safe_load(Path(path).read_text())
+    claims = data.get("claims") if isinstance(data, dict) else None
+    if not isinstance(claims, list):
+        raise ClaimError(f"{path}: expected a top-level 'claims' list")
+    ids = set()
+    for c in claims:
+        for key in ("id", "section", "paper", "check"):
+            if key not in c:
+                raise ClaimError(f"{path}: claim {c.get('id', '?')} lacks {key!r}")
+        if c["id"] in ids:
+            raise ClaimError(f"{path}: duplicate claim id {c['id']!r}")
+        ids.add(c["id"])
+        for sel in selections(c):
+            unknown = [k for k in sel if k not in SELECTION_KEYS]
+            if unknown:
+                raise ClaimError(f"{path}: claim {c['id']}: unknown selection key {unknown[0]!r}; "
+                                 f"allowed values: {', '.join(SELECTION_KEYS)}")
+    return claims
+
+
+def selections(claim: dict) -> list[dict]:
+    """The selections a claim's check reads: `where`, merged with `a` and with `b` where
+    the check compares two."""
+    check = claim["check"]
+    where = dict(check.get("where", {}))
+    parts = [check[k] for k in ("a", "b") if k in check]
+    return [{**where, **part} for part in parts] if parts else [where]
+
+
+def _one_of(value, wanted) -> bool:
+    return value in (wanted if isinstance(wanted, list) else [wanted])
+
+
+def _same(x: float, wanted) -> bool:
+    return any(abs(float(x) - float(w)) <= _TOL * max(1.0, abs(float(w)))
+               for w in (wanted if isinstance(wanted, list) else [wanted]))
+
+
+def matches(cell: Mapping, where: Mapping) -> bool:
+    """Whether a cell lies in a selection: criterion, variant and second by name (one or a
+    list), rtt_ms and drop by value (one or a list), rtt_min/rtt_max and drop_min/drop_max
+    inclusive, same_variant whether the two flows run the same variant."""
+    for key, wanted in where.items():
+        if key in ("criterion", "variant", "second"):
+            ok = _one_of(cell[key] or "", wanted)
+        elif key in ("rtt_ms", "drop"):
+            ok = _same(cell[key], wanted)
+        elif key in ("rtt_min", "drop_min"):
+            ok = float(cell["rtt_ms" if key == "rtt_min" else "drop"]) >= float(wanted) - _TOL
+        elif key in ("rtt_max", "drop_max"):
+            ok = float(cell["rtt_ms" if key == "rtt_max" else "drop"]) <= float(wanted) + _TOL
+        elif key == "same_variant":
+            ok = (cell["variant"] == cell["second"]) == bool(wanted)
+        else:
+            raise ClaimError(f"unknown selection key {key!r}; allowed values: {', '.join(SELECTION_KEYS)}")
+        if not ok:
+            return False
+    return True
+
+
+def needed(cell: Mapping, claims: list[dict]) -> list[str]:
+    """The ids of the claims that read this cell."""
+    return [c["id"] for c in claims if any(matches(cell, sel) for sel in selections(c))]

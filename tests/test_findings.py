@@ -1,0 +1,74 @@
+"""The findings' cells: one meaning of a claim's selection, for the checks and for the
+campaign that runs exactly those cells."""
+import copy
+
+import pytest
+
+from tcpeval import findings, spec
+from tcpeval.spec import REPO_ROOT
+
+CELL = {"criterion": "convergence", "variant": "bic", "second": "reno", "rtt_ms": 12.2, "drop": 0.0}
+
+
+@pytest.mark.parametrize("where, hit", [
+    ({}, True),
+    ({"criterion": "convergence", "variant": ["cubic", "bic"]}, True),
+    ({"variant": "cubic"}, False),
+    ({"second": "reno", "rtt_min": 6.2, "rtt_max": 12.2}, True),
+    ({"rtt_min": 12.3}, False),
+    ({"rtt_ms": [0.2, 12.2], "drop": 0}, True),
+    ({"drop_max": 1.0e-6}, True),
+    ({"drop_min": 1.0e-7}, False),
+    ({"same_variant": True}, False),
+    ({"same_variant": False}, True),
+])
+def test_a_cell_lies_in_a_selection_by_name_value_and_range(where, hit):
+    assert findings.matches(CELL, where) is hit
+
+
+def test_a_selection_key_no_rule_knows_is_refused_when_the_claims_load(tmp_path):
+    path = tmp_path / "claims.yaml"
+    path.write_text("claims:\n  - {id: x, section: V, paper: p, check: {type: best, where: {colour: 1}}}\n")
+    with pytest.raises(findings.ClaimError, match="claim x: unknown selection key 'colour'"):
+        findings.load_claims(path)
+
+
+def test_a_comparison_reads_both_of_its_selections():
+    claim = {"check": {"where": {"criterion": "fairness", "rtt_min": 6.2},
+                       "a": {"variant": "bic"}, "b": {"criterion": "compatibility"}}}
+    assert findings.selections(claim) == [{"criterion": "fairness", "rtt_min": 6.2, "variant": "bic"},
+                                          {"criterion": "compatibility", "rtt_min": 6.2}]
+
+
+def test_the_findings_campaign_runs_exactly_the_cells_the_claims_read(design):
+    claims = findings.load_claims(REPO_ROOT / "paper" / "claims.yaml")
+    runs = spec.expand(design, "findings")
+    cells = {(r.criterion, r.flows[0].variant, r.flows[1].variant if len(r.flows) > 1 else "", r.rtt_ms, r.drop)
+             for r in runs}
+    # every run is read by a finding, and every finding's cell of the paper's matrix is run or named
+    assert all(findings.needed(dict(zip(("criterion", "variant", "second", "rtt_ms", "drop"), c)), claims)
+               for c in cells)
+    unrun = {(c["criterion"], c["variant"], c["second"], c["rtt_ms"], c["drop"])
+             for c in spec.not_run(design, "findings")}
+    paper = {(r.criterion, r.flows[0].variant, r.flows[1].variant if len(r.flows) > 1 else "", r.rtt_ms, r.drop)
+             for r in spec.expand(design, "paper")}
+    read = {c for c in paper
+            if findings.needed(dict(zip(("criterion", "variant", "second", "rtt_ms", "drop"), c)), claims)}
+    assert read == cells | unrun and not cells & unrun
+    assert ("responsiveness", "reno", "", 24.2, 1e-4) not in read        # no finding reads it
+    # at the paper's rate; the loss-event rule sets the length, the link-limited cells run 30 s
+    assert {r.rate_bps for r in runs} == {9.5e9}
+    resp = {(r.rtt_ms, r.drop): r.duration_s for r in runs if r.criterion == "responsiveness"}
+    assert resp[(0.2, 1e-7)] == 30 and resp[(0.2, 0.0)] == 30 and 30 < resp[(24.2, 1e-2)] <= 300
+    assert all(c["needed_s"] > c["max_s"] for c in spec.not_run(design, "findings"))
+
+
+def test_a_findings_file_that_does_not_load_or_names_an_unknown_criterion_is_refused(design):
+    broken = copy.deepcopy(design)
+    broken["campaigns"]["findings"]["cells_from_claims"] = "paper/no-such-claims.yaml"
+    with pytest.raises(spec.SpecError, match="campaigns/findings/cells_from_claims: .*no-such-claims"):
+        spec.validate_design(broken)
+    renamed = copy.deepcopy(design)
+    renamed["criteria"]["fair"] = renamed["criteria"].pop("fairness")
+    with pytest.raises(spec.SpecError, match="a finding reads criterion 'fairness', which the design lacks"):
+        spec.validate_design(renamed)
