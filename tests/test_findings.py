@@ -72,3 +72,11 @@ def test_a_findings_file_that_does_not_load_or_names_an_unknown_criterion_is_ref
     renamed["criteria"]["fair"] = renamed["criteria"].pop("fairness")
     with pytest.raises(spec.SpecError, match="a finding reads criterion 'fairness', which the design lacks"):
         spec.validate_design(renamed)
+
+
+def test_the_findings_runs_stop_when_precise_within_their_loss_event_length(design):
+    runs = [r for r in spec.expand(design, "findings") if r.criterion == "responsiveness"]
+    assert all(r.stop is not None and r.stop.max_s == r.duration_s and r.stop.half_width == 0.05 for r in runs)
+    assert {r.stop.min_loss_events for r in runs if r.drop > 0} == {100}
+    assert {r.stop.min_loss_events for r in runs if r.drop == 0} == {0}   # nothing to count there
+    assert all(r.stop is None for r in spec.expand(design, "findings") if r.criterion != "responsiveness")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -53,3 +54,36 @@ def test_without_server_output_the_senders_bytes_are_used_and_said_so():
     parsed = common.parse_iperf3(data, 0)
     assert parsed["samples_side"] == "sender" and parsed["summary"]["throughput_side"] == "sender"
     assert parsed["samples"]["bytes"] == [1000]
+
+
+def test_a_flow_interrupted_early_keeps_the_receivers_intervals_and_summary(tmp_path):
+    # a precision-driven run ends its flows as Ctrl-C does: the client's report then has
+    # an "interrupt" error and no receiver side; the server's own JSON has it
+    from tcpeval.backends.emulated.traffic import interrupted_report
+
+    port = str(_free_port())
+    server_json = tmp_path / "server.json"
+    with open(server_json, "wb") as out:
+        server = subprocess.Popen(["iperf3", "-s", "-1", "-p", port, *common.iperf3_server_args(0.1)],
+                                  stdout=out, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        client = subprocess.Popen(["iperf3", "-c", "127.0.0.1", "-p", port, "-J", "-t", "30", "-i", "0.1",
+                                   "-b", "200M", "--get-server-output"], stdout=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        client.send_signal(signal.SIGINT)
+        report, _ = client.communicate(timeout=10)
+        server.wait(timeout=10)
+    finally:
+        server.kill()
+    data = json.loads(report)
+    assert "interrupt" in data["error"]
+    with pytest.raises(Exception, match="iperf3 reported"):
+        common.parse_iperf3(data, 0)
+    parsed = common.parse_iperf3(interrupted_report(data, json.loads(server_json.read_text())), 0)
+    assert parsed["samples_side"] == "receiver" and parsed["summary"]["throughput_side"] == "receiver"
+    assert 1.0 <= parsed["samples"]["t_s"][-1] <= 2.0                       # stopped at 1.5 s, not 30
+    assert parsed["summary"]["mean_throughput_bps"] == pytest.approx(200e6, rel=0.1)
+    assert sum(parsed["samples"]["bytes"]) <= parsed["summary"]["bytes"] * 1.01
+    # any other error stays an error
+    assert interrupted_report({"error": "unable to connect"}, {}) == {"error": "unable to connect"}

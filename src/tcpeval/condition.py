@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from tcpeval.precision import StopRule
+
 BACKENDS = ("emulated", "testbed")
 # port: the project's 3.16 port; native: the host kernel's algorithm of that name; bpf: a
 # user's own BPF struct_ops object (`object: path/to/x.bpf.o`).
@@ -113,6 +115,10 @@ class Condition:
     # realises the condition, not part of it; runs with different settings share a path
     dilation: str | int = field(default="auto", compare=False)
     stack: dict = field(default_factory=dict, compare=False, hash=False)
+    # A precision-driven run (tcpeval.precision): it ends when its estimates are precise
+    # enough, at the latest at duration_s (= the rule's max_s). How long the condition is
+    # measured, not part of it: runs with different rules share a path.
+    stop: StopRule | None = field(default=None, compare=False)
     # The design the run belongs to (its `name`); None for the paper's design, whose paths
     # carry no design segment (tcpeval.paths).
     design: str | None = None
@@ -156,6 +162,10 @@ class Condition:
             out["factors"] = dict(self.factors)
         else:
             del out["factors"]
+        if self.stop is None:
+            del out["stop"]
+        else:
+            out["stop"] = self.stop.settings()
         return out
 
     @classmethod
@@ -163,4 +173,6 @@ class Condition:
         data = dict(data)
         data["flows"] = tuple(Flow(**f) for f in data["flows"])
         data["factors"] = tuple((k, v) for k, v in (data.get("factors") or {}).items())
+        if data.get("stop") is not None:
+            data["stop"] = StopRule(**data["stop"])
         return cls(**data)

@@ -6,6 +6,7 @@ the paper's numbers.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import itertools
 import math
@@ -28,6 +29,7 @@ from tcpeval.condition import (
     flow_rule_problems,
 )
 from tcpeval.errors import SpecError
+from tcpeval.precision import StopRule
 from tcpeval.provenance import REPO_ROOT
 
 # Grid keys that set the condition rather than fill a flow template.
@@ -35,7 +37,7 @@ CONDITION_KEYS = ("rtt_ms", "drop", "rate_bps", "buffer_bytes")
 # Flow-template fields that take a number (or a "{grid-key}" placeholder for one).
 FLOW_NUMBERS = ("start_s", "start_fraction", "stop_s", "stop_fraction", "rate_bps", "count")
 RUN_SETTINGS = ("duration_s", "interval_s", "repetitions", "rate_bps", "buffer_bytes",
-                "background_loss", "hz", "impl", "dilation")
+                "background_loss", "hz", "impl", "dilation", "stop")
 
 DEFAULT_DESIGN = REPO_ROOT / "config" / "design.yaml"
 DESIGN_SCHEMA = REPO_ROOT / "workflow" / "schemas" / "design.schema.yaml"
@@ -207,6 +209,16 @@ def _cross_field_problems(design: dict) -> list[str]:
         if rule and 0 in crit["grid"]["drop"] and not rule.get("min_s"):
             problems.append(f"criteria/{name}/duration_for_loss_events: the grid has drop 0, where no "
                             "loss event occurs; give such a criterion a duration_s or the rule a min_s")
+    layers = [("defaults", design["defaults"])] + [(f"criteria/{n}", c) for n, c in criteria.items()]
+    layers += [(f"campaigns/{n}", c) for n, c in design["campaigns"].items()]
+    layers += [(f"campaigns/{n}/criteria/{cn}", o) for n, c in design["campaigns"].items()
+               for cn, o in c.get("criteria", {}).items()]
+    for where, layer in layers:
+        if layer.get("stop"):
+            try:
+                StopRule.from_design(layer["stop"], f"{where}/stop")
+            except SpecError as err:
+                problems.append(str(err))
     for cname, campaign in design["campaigns"].items():
         if "cells_from_claims" in campaign:
             problems += _claims_problems(cname, campaign["cells_from_claims"], criteria)
@@ -510,10 +522,21 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
         rule = loss_event_rule(design, campaign, name)
         claims = claims_of(design, campaign)
         factor_keys = varying_factors(crit)
+        stop = StopRule.from_design(settings["stop"], f"campaigns/{campaign}/criteria/{name}/stop") \
+            if settings["stop"] else None
         for point in _grid_points(crit, select):
             if beyond_budget(rule, float(point["rtt_ms"]), float(point["drop"])):
                 continue  # planned, not run (not_run)
+            # a precision-driven run lasts at most its rule's max_s, or what the point's
+            # loss-event rule gives it where there is one
             duration = point_duration(rule, settings, float(point["rtt_ms"]), float(point["drop"]))
+            point_stop = None
+            if stop:
+                duration = duration if rule else stop.max_s
+                # no loss events where nothing is dropped: the floor is for lossy points
+                point_stop = dataclasses.replace(stop, max_s=duration,
+                                                 min_s=min(stop.min_s, duration) if stop.min_s else None,
+                                                 min_loss_events=stop.min_loss_events if point["drop"] else 0)
             flows = _flows_of(crit, name, point, settings, duration)
             if claims and not findings.needed(_cell(name, flows, point), claims):
                 continue  # a cell no finding reads
@@ -532,7 +555,7 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                     rate_bps=point.get("rate_bps", settings["rate_bps"]),
                     buffer_bytes=point.get("buffer_bytes", settings["buffer_bytes"]),
                     background_loss=float(settings["background_loss"]), hz=int(settings["hz"]),
-                    dilation=_dilation_setting(settings["dilation"]),
+                    dilation=_dilation_setting(settings["dilation"]), stop=point_stop,
                     seed=_seed_for(campaign, crit.get("seed_from", name), variants, float(point["rtt_ms"]),
                                    float(point["drop"]), rep, extra),
                     design=label, factors=factors,
@@ -570,7 +593,7 @@ def adhoc_condition(variants: list[str], rtt_ms: float, drop: float, duration_s:
                     impl: str = "port", interval_s: float = 0.1, rate_bps: float | None = None,
                     buffer_bytes: int | None = None, background_loss: float = 0.0, hz: int = 250,
                     seed: int | None = None, rep: int = 1, dilation: str | int = "auto",
-                    object_path: str | None = None) -> Condition:
+                    object_path: str | None = None, stop: StopRule | None = None) -> Condition:
     """A condition outside any design (`tcpeval run --variant ...`), validated as every
     condition is (Condition.problems). Whether the backend offers the algorithms is its
     own check (backends.algorithms)."""
@@ -587,7 +610,7 @@ def adhoc_condition(variants: list[str], rtt_ms: float, drop: float, duration_s:
                      rtt_ms=float(rtt_ms), drop=float(drop), rep=rep, duration_s=float(duration_s),
                      interval_s=float(interval_s), rate_bps=rate_bps, buffer_bytes=buffer_bytes,
                      background_loss=float(background_loss), hz=hz,
-                     dilation=_dilation_setting(dilation),
+                     dilation=_dilation_setting(dilation), stop=stop,
                      seed=seed if seed is not None else _seed_for(
                          "adhoc", "adhoc", tuple(f.label for f in flows), rtt_ms, drop, rep))
     problems = cond.problems()

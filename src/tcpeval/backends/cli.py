@@ -18,7 +18,8 @@ from pathlib import Path
 from tcpeval import dilation, quantity, run_index, spec, trace
 from tcpeval.backends import algorithms, common, get_backend, planning
 from tcpeval.backends.base import BackendError, ConditionError, TraceExistsError
-from tcpeval.errors import UserError
+from tcpeval.errors import SpecError, UserError
+from tcpeval.precision import StopRule
 
 
 def parse_rate(text: str) -> float:
@@ -89,12 +90,36 @@ def _condition(args):
             interval_s=args.interval, rate_bps=parse_rate(args.rate) if args.rate else None,
             buffer_bytes=parse_bytes(args.buffer) if args.buffer else None,
             background_loss=args.background_loss, hz=args.hz, seed=args.seed,
-            dilation=_dilation_arg(args.dilation) if args.dilation is not None else "auto")
+            dilation=_dilation_arg(args.dilation) if args.dilation is not None else "auto",
+            stop=_stop_rule(args))
     except spec.SpecError as err:
         raise UserError(str(err)) from None
     if stack:
         condition = replace(condition, stack=stack)
     return condition, Path(args.out)
+
+
+def _stop_rule(args):
+    """--precision H [--min-loss-events N] [--min-duration S]: a precision-driven run whose
+    --duration is its maximum (tcpeval.precision.StopRule), else None."""
+    if args.precision is None:
+        if args.min_loss_events is not None or args.min_duration is not None:
+            raise UserError("--min-loss-events and --min-duration go with --precision")
+        return None
+    fields = {"half_width": args.precision, "max_s": args.duration}
+    if args.min_loss_events is not None:
+        fields["min_loss_events"] = args.min_loss_events
+    if args.min_duration is not None:
+        fields["min_s"] = args.min_duration
+    names = {"half_width": "--precision", "max_s": "--duration", "min_loss_events": "--min-loss-events",
+             "min_s": "--min-duration"}
+    try:
+        return StopRule.from_design(fields, "stop")
+    except SpecError as err:  # the rule's field names, as the options that set them
+        text = str(err)
+        for field, option in names.items():
+            text = text.replace(f"stop.{field}", option)
+        raise UserError(text) from None
 
 
 def _stops(text: str) -> list[float | None]:
@@ -303,6 +328,14 @@ def add_parsers(sub) -> None:
     p.add_argument("--drop", type=float, help="per-packet drop probability (e.g. 1e-5)")
     p.add_argument("--duration", type=float, help="run duration in s")
     p.add_argument("--out", help="run directory of an ad-hoc run")
+    p.add_argument("--precision", type=float, default=None, metavar="H",
+                   help="end the run once the 95 %% intervals of its mean and quartile throughput "
+                        "are within H of them (e.g. 0.05; tcpeval.precision), at the latest after "
+                        "--duration s")
+    p.add_argument("--min-loss-events", type=int, default=None, metavar="N",
+                   help="with --precision: not before N loss events")
+    p.add_argument("--min-duration", type=float, default=None, metavar="S",
+                   help="with --precision: not before S s")
     p.add_argument("--rate", help="bottleneck rate (5G, 9.5gbit, 500M); default: calibrated host rate")
     p.add_argument("--buffer", help="bottleneck buffer (4M, 16MiB, bytes, or 'bdp' = one BDP, the default)")
     p.add_argument("--stop", help="stop times in s per flow, e.g. -,20 ('-': to the end)")

@@ -38,6 +38,7 @@ class Plan:
     link: str = "tbf"                # the bottleneck's mechanism (bottleneck.LINKS)
     judged_at: int | None = None     # the factor whose tolerances the verdict applies, if
                                      # not `dilation` (a calibration point: calibrate.judged_at)
+    stop: object = None              # a precision-driven run's rule (precision.StopRule), virtual
 
     @property
     def verdict_dilation(self) -> int:
@@ -102,7 +103,7 @@ def for_condition(condition, cal: dict, log) -> Plan:
                 duration_s=condition.duration_s * k, interval_s=condition.interval_s * k,
                 flows=flows, stack=stack_settings(condition, k), hz=condition.hz,
                 host_capacity_bps=capacity, calibration=cal, rate_source=source, dilation=k,
-                link=link)
+                link=link, stop=condition.stop)
 
 
 def for_calibration(condition, rtt_ms: float, duration_s: float, rate_bps: float | None,

@@ -167,7 +167,8 @@ def flows(run: Run) -> list[dict]:
                 "receiver": res["receiver_cc"],
                 "ss": fp.ss_algorithms},
             parsed=res,
-            raw_files=[fp.out_path.name, fp.err_path.name, fp.err_path.with_suffix(".server.log").name]))
+            raw_files=[fp.out_path.name, fp.err_path.name, fp.err_path.with_suffix(".server.log").name,
+                       fp.server_path.name]))
     return out
 
 
@@ -243,6 +244,7 @@ def measured(run: Run, verdict: dict, achieved: float, steady: float, cpu: tuple
                        "bound_ms": fidelity.loaded_rtt_bound_ms(plan.rtt_ms, plan.buffer_bytes, plan.rate_bps,
                                                                 plan.verdict_dilation) if plan.rate_bps else None},
         "acks": run.traffic.acks,
+        "precision": run.traffic.precision,
         "cc_guard": run.traffic.cc_guard or None,
         "background_drop": run.traffic.background_counters or None,
         "setup_s": run.setup_s, "traffic_s": run.traffic.traffic_s, "teardown_s": run.teardown_s,

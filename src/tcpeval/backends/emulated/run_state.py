@@ -44,6 +44,8 @@ class TrafficMeasurements:
     drop_counters: dict
     background_counters: list
     link_steady: dict | None     # record_parts.link_steady
+    stopped_at_s: float | None = None  # a precision-driven run that ended early: when (after t0)
+    precision: dict | None = None      # its watch's record (precision_watch), physical
 
 
 @dataclass

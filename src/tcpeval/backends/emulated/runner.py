@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 from tcpeval import trace as trace_mod
@@ -47,6 +48,7 @@ from tcpeval.backends.emulated.build import Artifacts, ensure_built
 from tcpeval.backends.emulated.counters import HostCounters, ack_record, tcp_counters
 from tcpeval.backends.emulated.dropctl import DropStage
 from tcpeval.backends.emulated.plan import Plan, check_condition
+from tcpeval.backends.emulated.precision_watch import PrecisionWatch, steady_checkpoints
 from tcpeval.backends.emulated.run_state import (
     DelayRecord,
     Dumbbell,
@@ -235,6 +237,8 @@ class EmulatedBackend:
                 traffic.start_servers(run.topo, run.flows, stack)
                 run.setup_s = time.monotonic() - t_setup
                 run.traffic = self._traffic(run, log)
+                if run.traffic.stopped_at_s is not None:  # the plan as it ran: shorter
+                    run.plan = replace(run.plan, duration_s=run.traffic.stopped_at_s)
                 described = run.delayer.describe()
                 run.delay = DelayRecord(describe=described, stats=run.delayer.stop())
                 run.parsed = [traffic.parse(f) for f in run.flows]
@@ -307,19 +311,36 @@ class EmulatedBackend:
         ports = ccadapter.port_handles(run.handles)
         guard0 = {name: ccadapter.guard_stats(h) for name, h in ports.items()}
         run.drop.enable()
-        log(f"setup {run.setup_s:.2f} s; traffic for {plan.duration_s:g} s")
+        log(f"setup {run.setup_s:.2f} s; traffic for {plan.duration_s:g} s"
+            + (f" at most, until +-{100 * plan.stop.half_width:g} %" if plan.stop else ""))
         t0 = time.monotonic()
-        tcp_mid = {}
-        edges = []  # the link's own byte counts at both edges of the steady state
+        snapshots = []  # (s after t0, the link's byte counts, TCP counters): steady-state edges
 
-        def midway():
-            edges.append(self._link_counters(run))
-            tcp_mid.update(tcp_snapshot())
+        def snapshot():
+            snapshots.append((time.monotonic() - t0, self._link_counters(run), tcp_snapshot()))
 
-        traffic.drive(run.flows, topo, run.delayer, t0, plan, log, midway=midway,
-                      at_end=lambda: edges.append(self._link_counters(run)))
-        link_steady = record_parts.link_steady(edges, t0)
+        end_edge = []
+        watch = None
+        if plan.stop:
+            first = plan.flows[0]
+            watch = PrecisionWatch(plan.stop, plan.dilation, topo.ns("r1"), first.start_s,
+                                   lambda: run.drop.module.read()["dropped"], log)
+        stopped_at = traffic.drive(run.flows, topo, run.delayer, t0, plan, log, midway=snapshot,
+                                   at_end=lambda: end_edge.append(self._link_counters(run)),
+                                   checkpoints_s=steady_checkpoints(plan) if plan.stop else (), watch=watch)
         traffic_s = time.monotonic() - t0
+        ended_s = stopped_at if stopped_at is not None else plan.duration_s
+        # the second half of the run as it ran: from the last snapshot at or before its middle
+        mid = max((snap for snap in snapshots if snap[0] <= ended_s / 2 + 1e-6), default=None,
+                  key=lambda snap: snap[0])
+        link_steady = record_parts.link_steady([mid[1] if mid else None, *end_edge[:1]], t0)
+        tcp_mid = mid[2] if mid else {}
+        if watch:
+            if stopped_at is None:
+                watch.final(ended_s)
+            precision = watch.record(stopped_at)
+        else:
+            precision = None
         run.drop.disable()
         after = HostCounters.read(topo, keep_awake)
         acks = ack_record(tcp0, tcp_snapshot(), len(plan.flows), midway=tcp_mid or None)
@@ -330,7 +351,8 @@ class EmulatedBackend:
         drop_counters, background_counters = run.drop.read()
         return TrafficMeasurements(t0=t0, traffic_s=traffic_s, before=before, after=after, acks=acks,
                                    cc_guard=cc_guard, drop_counters=drop_counters,
-                                   background_counters=background_counters, link_steady=link_steady)
+                                   background_counters=background_counters, link_steady=link_steady,
+                                   stopped_at_s=stopped_at, precision=precision)
 
     @staticmethod
     def _link_counters(run: Run) -> dict | None:

@@ -3,6 +3,7 @@ trace's columnar samples."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ class FlowProc:
     sender_cpu: int | None = None    # iperf3 -A (topology.placement: kept off the
     receiver_cpu: int | None = None  # delay line's CPU where its softirq would follow)
     receiver_env: dict | None = None  # the server's environment (topology.receive_window)
+    interrupted: bool = False         # ended early (a precision-driven run stopped it)
 
     @property
     def pair(self) -> int:
@@ -52,6 +54,7 @@ class FlowProc:
         if self.receiver_env:
             args = ["env", *(f"{k}={v}" for k, v in self.receiver_env.items()), *args]
         self.server = host.spawn(args, ns=topo.ns(f"r{self.pair}"),
+                                 stdout=open(self.server_path, "wb"),
                                  stderr=open(self.err_path.with_suffix(".server.log"), "wb"))
 
     def start_client(self, topo: topology.Topology) -> None:
@@ -69,6 +72,17 @@ class FlowProc:
         self.started_at = time.monotonic()
         self.client = host.spawn(args, ns=topo.ns(f"s{self.pair}"),
                                  stdout=open(self.out_path, "wb"), stderr=open(self.err_path, "wb"))
+
+    @property
+    def server_path(self) -> Path:
+        """The server's own JSON: the receiver's intervals of a flow interrupted early."""
+        return self.out_path.with_suffix(".server.json")
+
+    def interrupt(self) -> None:
+        """End the flow now, as iperf3 does on Ctrl-C: both ends write their JSON so far."""
+        if self.client is not None and self.client.poll() is None:
+            self.client.send_signal(signal.SIGINT)
+            self.interrupted = True
 
     def stop(self) -> None:
         for proc in (self.client, self.server):
@@ -95,12 +109,33 @@ def describe_exit(proc: subprocess.Popen) -> str:
 
 
 def parse(flow: FlowProc) -> dict:
-    """Columnar samples and a summary from the client's JSON."""
+    """Columnar samples and a summary from the client's JSON (and, for a flow interrupted
+    early, the server's own: the client then has no receiver report)."""
     try:
         data = json.loads(flow.out_path.read_text())
+        if flow.interrupted:
+            data = interrupted_report(data, json.loads(flow.server_path.read_text()))
     except (OSError, json.JSONDecodeError) as err:
         raise BackendError(f"flow {flow.index}: iperf3 JSON {flow.out_path.name} unreadable: {err}") from None
     return common.parse_iperf3(data, flow.index, flow.protocol)
+
+
+def interrupted_report(client: dict, server: dict) -> dict:
+    """A client's report of a test we interrupted, made whole from the server's: its
+    "interrupt" error dropped (we asked for it), the server's intervals and receiver
+    summary in place of the ones --get-server-output would have fetched."""
+    if "interrupt" not in str(client.get("error", "")):
+        return client  # another error: parse_iperf3 reports it
+    out = {k: v for k, v in client.items() if k != "error"}
+    out["server_output_json"] = {"intervals": server.get("intervals", [])}
+    received = (server.get("end", {}).get("streams") or [{}])[0].get("receiver")
+    end = dict(out.get("end", {}))
+    streams = [dict(s) for s in end.get("streams") or [{}]]
+    if received:
+        streams[0]["receiver"] = received
+    end["streams"] = streams
+    out["end"] = end
+    return out
 
 
 def flow_procs(plan, handles: list, run_dir: Path, place: dict, receiver_env: dict) -> list[FlowProc]:
@@ -132,10 +167,13 @@ SS_TRIES = 10
 
 
 def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, plan, log,
-          midway=None, at_end=None) -> None:
+          midway=None, at_end=None, checkpoints_s: tuple = (), watch=None) -> float | None:
     """Start clients at their offsets; watch every process; stop when all are done.
-    midway(), if given, runs once at half the run's duration, at_end() once at its end
-    (the clients, which started a little after t0, still send then)."""
+    midway(), if given, runs once at half the run's duration and at each of checkpoints_s
+    (seconds after t0), at_end() once at its end (the clients, which started a little
+    after t0, still send then). A precision watch (precision_watch.PrecisionWatch) may end
+    the run early: every client is interrupted and at_end runs then. Returns when the
+    run was stopped early (seconds after t0), else None."""
     pending = sorted(flows, key=lambda f: f.start_s)
     # iperf3 ends a test over its control connection, which meets the path's losses and
     # retransmission timeouts too: on a long lossy path (512 ms, 30 %) that takes many RTTs
@@ -146,36 +184,46 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
     # iperf3 opens the data socket a few round trips after the control one: on a long
     # (or time-dilated) path the first look may find the control socket alone
     ss_first_look_s = SS_FIRST_LOOK_S + SS_SETUP_RTTS * plan.rtt_ms / 1000
+    marks = sorted({plan.duration_s / 2, *checkpoints_s}) if midway else []
+    stopped_at = None
     while True:
         now = time.monotonic()
-        if midway and now >= t0 + plan.duration_s / 2:
+        while marks and now >= t0 + marks[0]:
             midway()
-            midway = None
+            marks.pop(0)
         if at_end and now >= t0 + plan.duration_s:
             at_end()
             at_end = None
-        while pending and now >= t0 + pending[0].start_s:
+        while pending and now >= t0 + pending[0].start_s and stopped_at is None:
             f = pending.pop(0)
             f.start_client(topo)
             log(f"flow {f.index} started ({f.kernel_name or 'udp'}) at {now - t0:.2f} s")
         for f in flows:
             check_socket_cc(f, topo, now, ss_first_look_s)
-        _check_alive(flows, delayer)
+        if watch and stopped_at is None and watch.due(now - t0) and watch.check(now - t0):
+            stopped_at = now - t0
+            pending.clear()
+            for f in flows:
+                f.interrupt()
+            if at_end:
+                at_end()
+                at_end = None
+            marks = []
+        _check_alive(flows, delayer, allow_interrupted=stopped_at is not None)
         for f in flows:
             if f.client is not None and f.ended_at is None and f.client.poll() is not None:
                 f.ended_at = now
                 if f.stop_s is not None:
                     log(f"flow {f.index} stopped at {now - t0:.2f} s")
-        if not pending and all(f.client.poll() is not None for f in flows):
-            return
+        if not pending and all(f.client is None or f.client.poll() is not None for f in flows):
+            return stopped_at
         if now > deadline:
             raise BackendError(f"flows did not finish within duration + {grace_s:.0f} s")
         if now >= next_note:
             log(f"... {now - t0:.0f}/{plan.duration_s:g} s")
             next_note += 5.0
-        marks = [t0 + plan.duration_s / 2] if midway else []
-        marks += [t0 + plan.duration_s] if at_end else []
-        time.sleep(min([0.05] + [max(0.0, m - time.monotonic()) for m in marks]))
+        wake = [t0 + m for m in marks[:1]] + ([t0 + plan.duration_s] if at_end else [])
+        time.sleep(min([0.05] + [max(0.0, m - time.monotonic()) for m in wake]))
 
 
 def check_socket_cc(f: FlowProc, topo: topology.Topology, now: float, first_look_s: float) -> None:
@@ -201,12 +249,15 @@ def check_socket_cc(f: FlowProc, topo: topology.Topology, now: float, first_look
                            f"{wrong} on its sockets, asked for {f.kernel_name!r}")
 
 
-def _check_alive(flows: list[FlowProc], delayer) -> None:
+def _check_alive(flows: list[FlowProc], delayer, allow_interrupted: bool = False) -> None:
+    """Every iperf3 process still running or done cleanly (an interrupted flow's ends exit
+    with status 1, as iperf3 does on Ctrl-C), and the delay line alive."""
     for f in flows:
-        if f.client is not None and f.client.poll() is not None and f.client.returncode != 0:
-            raise BackendError(f"flow {f.index}: iperf3 client {describe_exit(f.client)}; "
-                               f"see {f.err_path.name}")
-        if f.server is not None and f.server.poll() is not None and f.server.returncode != 0:
-            raise BackendError(f"flow {f.index}: iperf3 server {describe_exit(f.server)}")
+        interrupted = allow_interrupted and f.interrupted
+        for proc, end in ((f.client, "client"), (f.server, "server")):
+            if proc is not None and proc.poll() is not None and proc.returncode != 0 \
+                    and not (interrupted and proc.returncode == 1):
+                raise BackendError(f"flow {f.index}: iperf3 {end} {describe_exit(proc)}; "
+                                   f"see {f.err_path.name if end == 'client' else f.server_path.name}")
     if not delayer.alive():
         raise BackendError("the delay line died during the run; see delayline.log")

@@ -128,6 +128,10 @@ class TestbedBackend:
         refuse_condition(condition.problems())  # what any run needs; then what this testbed has
         if condition.backend != "testbed":
             raise ConditionError(f"condition.backend is {condition.backend!r}, expected 'testbed'")
+        if condition.stop is not None:
+            raise ConditionError("condition.stop: precision-driven runs are the emulated backend's for now "
+                                 "(its watch reads the receiver's socket during the run); give the testbed "
+                                 "a duration_s")
         pairs = min(len(desc["senders"]), len(desc["receivers"]))
         if len(condition.flows) > pairs:
             raise ConditionError(f"condition.flows: {len(condition.flows)} flows, the testbed has "

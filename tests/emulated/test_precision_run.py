@@ -1,0 +1,38 @@
+"""A precision-driven run ends by itself once its estimates are precise enough: the
+receiver's bytes read during the run, the rule applied, every flow interrupted, and the
+trace says when and why (root only)."""
+from __future__ import annotations
+
+import pytest
+
+from tcpeval import dilation, trace
+from tcpeval.precision import StopRule
+from tcpeval.spec import adhoc_condition
+
+pytestmark = pytest.mark.root
+
+MAX_S = 40.0
+
+
+def test_a_run_stops_once_its_mean_and_quartiles_are_precise_and_records_why(rate, tmp_path):
+    from tcpeval.backends import get_backend
+
+    backend = get_backend("emulated", progress=False, lock_timeout_s=900)
+    rule = StopRule(half_width=0.1, max_s=MAX_S, min_loss_events=50)
+    # reno at 2.2 ms, 1e-3: a loss event every few RTTs, so +-10 % in well under MAX_S
+    cond = adhoc_condition(["reno"], 2.2, 1e-3, MAX_S, rate_bps=rate, seed=1, dilation=1, stop=rule)
+    record = backend.run(cond, tmp_path / "run")
+    p = record["measured"]["precision"]
+    assert p["stopped_early"] and p["precision_reached"] and p["why"] == "precision reached", p
+    assert p["stopped_at_s"] < MAX_S and p["loss_events"] >= 50
+    assert p["mean"]["relative_half_width"] <= 0.1
+    assert all(q["relative_half_width"] <= 0.1 for q in p["quantiles"])
+    # the samples end where the run did, and come from the receiver
+    flow = record["flows"][0]
+    assert flow["samples"]["t_s"][-1] <= p["stopped_at_s"] + 1.0
+    assert flow["summary"]["throughput_side"] == "receiver" and flow["summary"]["mean_throughput_bps"] > 0
+    assert "iperf3-flow0.server.json" in flow["raw_files"]
+    # the condition keeps its rule; the trace reads back and converts
+    assert record["condition"]["stop"]["half_width"] == 0.1
+    back = trace.read_trace(tmp_path / "run")
+    assert dilation.to_virtual(back)["measured"]["precision"]["stopped_at_s"] == p["stopped_at_s"]
