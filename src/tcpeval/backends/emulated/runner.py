@@ -314,10 +314,10 @@ class EmulatedBackend:
         log(f"setup {run.setup_s:.2f} s; traffic for {plan.duration_s:g} s"
             + (f" at most, until +-{100 * plan.stop.half_width:g} %" if plan.stop else ""))
         t0 = time.monotonic()
-        snapshots = []  # (s after t0, the link's byte counts, TCP counters): steady-state edges
+        snapshots = []  # (when it was due, s after t0; the link's byte counts; TCP counters)
 
-        def snapshot():
-            snapshots.append((time.monotonic() - t0, self._link_counters(run), tcp_snapshot()))
+        def snapshot(mark: float):
+            snapshots.append((mark, self._link_counters(run), tcp_snapshot()))
 
         end_edge = []
         watch = None
@@ -330,8 +330,9 @@ class EmulatedBackend:
                                    checkpoints_s=steady_checkpoints(plan) if plan.stop else (), watch=watch)
         traffic_s = time.monotonic() - t0
         ended_s = stopped_at if stopped_at is not None else plan.duration_s
-        # the second half of the run as it ran: from the last snapshot at or before its middle
-        mid = max((snap for snap in snapshots if snap[0] <= ended_s / 2 + 1e-6), default=None,
+        # the second half of the run as it ran: from the last snapshot due at or before its
+        # middle (a run of fixed length: the one due at its middle)
+        mid = max((snap for snap in snapshots if snap[0] <= ended_s / 2), default=None,
                   key=lambda snap: snap[0])
         link_steady = record_parts.link_steady([mid[1] if mid else None, *end_edge[:1]], t0)
         tcp_mid = mid[2] if mid else {}

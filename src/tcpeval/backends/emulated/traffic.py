@@ -169,8 +169,8 @@ SS_TRIES = 10
 def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, plan, log,
           midway=None, at_end=None, checkpoints_s: tuple = (), watch=None) -> float | None:
     """Start clients at their offsets; watch every process; stop when all are done.
-    midway(), if given, runs once at half the run's duration and at each of checkpoints_s
-    (seconds after t0), at_end() once at its end (the clients, which started a little
+    midway(mark), if given, runs once at half the run's duration and at each of
+    checkpoints_s (mark: that time, in seconds after t0), at_end() once at its end (the clients, which started a little
     after t0, still send then). A precision watch (precision_watch.PrecisionWatch) may end
     the run early: every client is interrupted and at_end runs then. Returns when the
     run was stopped early (seconds after t0), else None."""
@@ -189,8 +189,7 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
     while True:
         now = time.monotonic()
         while marks and now >= t0 + marks[0]:
-            midway()
-            marks.pop(0)
+            midway(marks.pop(0))
         if at_end and now >= t0 + plan.duration_s:
             at_end()
             at_end = None
