@@ -205,15 +205,16 @@ def _cross_field_problems(design: dict) -> list[str]:
         if "seed_from" in crit and crit["seed_from"] not in criteria:
             problems.append(f"criteria/{name}/seed_from: unknown criterion {crit['seed_from']!r}; "
                             f"allowed values: {', '.join(criteria)}")
-        rule = crit.get("duration_for_loss_events")
-        if rule and 0 in crit["grid"]["drop"] and not rule.get("min_s"):
-            problems.append(f"criteria/{name}/duration_for_loss_events: the grid has drop 0, where no "
-                            "loss event occurs; give such a criterion a duration_s or the rule a min_s")
     layers = [("defaults", design["defaults"])] + [(f"criteria/{n}", c) for n, c in criteria.items()]
     layers += [(f"campaigns/{n}", c) for n, c in design["campaigns"].items()]
     layers += [(f"campaigns/{n}/criteria/{cn}", o) for n, c in design["campaigns"].items()
                for cn, o in c.get("criteria", {}).items()]
     for where, layer in layers:
+        rule = layer.get("duration_for_loss_events")
+        crit = criteria.get(where.rsplit("/", 1)[-1]) if where != "defaults" else None
+        if rule and crit and 0 in crit["grid"]["drop"] and not rule.get("min_s"):
+            problems.append(f"{where}/duration_for_loss_events: the grid has drop 0, where no loss event "
+                            "occurs; give such a criterion a duration_s or the rule a min_s")
         if layer.get("stop"):
             try:
                 StopRule.from_design(layer["stop"], f"{where}/stop")
@@ -222,11 +223,6 @@ def _cross_field_problems(design: dict) -> list[str]:
     for cname, campaign in design["campaigns"].items():
         if "cells_from_claims" in campaign:
             problems += _claims_problems(cname, campaign["cells_from_claims"], criteria)
-        for crit, override in campaign.get("criteria", {}).items():
-            rule = override.get("duration_for_loss_events")
-            if rule and crit in criteria and 0 in criteria[crit]["grid"]["drop"] and not rule.get("min_s"):
-                problems.append(f"campaigns/{cname}/criteria/{crit}/duration_for_loss_events: the grid has "
-                                "drop 0, where no loss event occurs; give the rule a min_s")
         for crit in campaign.get("only", []):
             if crit not in criteria:
                 problems.append(f"campaigns/{cname}/only: unknown criterion {crit!r}; allowed values: {', '.join(criteria)}")
@@ -377,18 +373,15 @@ def point_duration(rule: dict | None, settings: dict, rtt_ms: float, drop: float
     link, not loss, limits the flow), else the settings' duration."""
     if not rule:
         return float(settings["duration_s"])
-    if drop == 0 or mathis.throughput_bps(rtt_ms, drop) >= rule["link_bps"]:
-        # no loss, or too little to matter: the link, not loss, sets the rate (the
-        # run-length model: 0.2 ms up to 1e-6 reaches +-2 % within 30 s)
-        return float(rule["min_s"])
-    duration = mathis.duration_for_loss_events(rule["events"], rtt_ms, drop, rule["link_bps"],
-                                               min_s=rule.get("min_s", 0.0))
-    return min(duration, float(rule.get("max_s", math.inf)))
+    needed = needed_duration(rule, rtt_ms, drop)
+    return float(rule["min_s"]) if needed is None else min(needed, float(rule.get("max_s", math.inf)))
 
 
 def needed_duration(rule: dict | None, rtt_ms: float, drop: float) -> float | None:
-    """What a point's loss-event rule asks for before its max_s caps it (None without a
-    rule, or where the link limits the flow)."""
+    """What a point's loss-event rule asks for before its max_s caps it: None without a
+    rule, and where no loss, or too little to matter, occurs -- the link, not loss, sets
+    the rate there, and the run lasts the rule's min_s (the run-length model: 0.2 ms up to
+    1e-6 reaches +-2 % within 30 s)."""
     if not rule or drop == 0 or mathis.throughput_bps(rtt_ms, drop) >= rule["link_bps"]:
         return None
     return mathis.duration_for_loss_events(rule["events"], rtt_ms, drop, rule["link_bps"],
@@ -408,11 +401,10 @@ def not_run(design: dict, campaign: str) -> list[dict]:
     its max_s there (over_max: skip). Each: criterion, variant, second, rtt_ms, drop,
     needed_s, max_s."""
     out = []
-    camp = _campaign(design, campaign)
+    camp, claims = _campaign(design, campaign), claims_of(design, campaign)
     for name in criteria_of(design, campaign):
         crit, rule = design["criteria"][name], loss_event_rule(design, campaign, name)
         settings = criterion_settings(design, campaign, name)
-        claims = claims_of(design, campaign)
         select = camp.get("criteria", {}).get(name, {}).get("select", {})
         for point in _grid_points(crit, select):
             rtt, drop = float(point["rtt_ms"]), float(point["drop"])
