@@ -1,27 +1,27 @@
 """A precision-driven run's watch: while the traffic runs, whether the first flow's
 throughput estimates are precise enough to stop (tcpeval.precision.decide).
 
-It samples what the first flow's receiver has received (`ss -ti` bytes_received on the
-receiver's data socket: the receiver side, exact, without waiting for iperf3's report)
-every SAMPLE_VIRTUAL_S virtual seconds, and the drop stage's drops as the loss events
-(at the low drop rates where the rule's floor matters each drop is a loss event of its
-own; at 1e-2 several share one reduction, and the floor is met early either way). The
-rule is applied in physical units -- its min_s and max_s times the dilation factor --
-which leaves every relative half-width and the warm-up cut as they are in virtual ones.
+It samples what the first flow's receiver has received (tcp_info's bytes_received of the
+receiver's data socket, through sock_diag: the receiver side, exact, without waiting for
+iperf3's report) once per reporting interval of the condition -- so the rule's quartiles
+are those of the interval throughput the metrics take theirs from -- and takes the drop
+stage's drops as the loss events (at the low drop rates where the rule's floor matters
+each drop is a loss event of its own; at 1e-2 several share one reduction, and the floor
+is met early either way). The rule is applied in physical units -- its min_s and max_s
+times the dilation factor -- which leaves every relative half-width and the warm-up cut
+as they are in virtual ones.
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import replace
 
 from tcpeval.backends import common
-from tcpeval.backends.emulated import host
+from tcpeval.backends.base import BackendError
+from tcpeval.backends.emulated.sockdiag import ReceivedBytes, SockDiagError
 from tcpeval.precision import Decision, StopRule, decide
 
-SAMPLE_VIRTUAL_S = 0.5       # one receiver reading per half virtual second
-DECIDE_EVERY_SAMPLES = 4     # decide every 2 virtual seconds: a decision costs a drop read
-_BYTES_RECEIVED = re.compile(r"bytes_received:(\d+)")
+DECIDE_EVERY_VIRTUAL_S = 2.0  # a decision costs a drop read and an MSER-5 search
 
 
 def steady_checkpoints(plan) -> list[float]:
@@ -40,24 +40,23 @@ def physical_rule(rule: StopRule, k: int) -> StopRule:
     return replace(rule, max_s=rule.max_s * k, min_s=rule.min_s * k if rule.min_s is not None else None)
 
 
-def received_bytes(ns: str, port: int = common.IPERF3_PORT) -> int | None:
-    """What the receiver in ``ns`` has received on its iperf3 data socket (the one that
-    received most: the control socket carries a few hundred bytes)."""
-    out = host.run(["ss", "-Htin", "state", "established", f"sport = :{port}"], ns=ns, check=False).stdout
-    counts = [int(m) for m in _BYTES_RECEIVED.findall(out)]
-    return max(counts) if counts else None
-
-
 class PrecisionWatch:
     """Samples and decisions of one run; ``check(elapsed)`` returns the decision once the
     rule is met (stop now), else None; at max_s the run ends by itself (``final``)."""
 
     def __init__(self, rule: StopRule, k: int, receiver_ns: str, flow_start_s: float, drops,
-                 log=None):
+                 sample_s: float, log=None):
+        """sample_s: the condition's reporting interval in physical seconds (x k)."""
         self.rule = physical_rule(rule, k)
         self.k = k
-        self.receiver_ns, self.flow_start_s, self.drops = receiver_ns, flow_start_s, drops
-        self.sample_s = SAMPLE_VIRTUAL_S * k
+        try:
+            self.receiver = ReceivedBytes(receiver_ns)
+        except SockDiagError as err:   # a kernel without inet_diag: say what is missing
+            raise BackendError(f"a precision-driven run reads the receiver through sock_diag "
+                               f"(CONFIG_INET_DIAG, tcp_diag): {err}") from None
+        self.flow_start_s, self.drops = flow_start_s, drops
+        self.sample_s = sample_s
+        self.decide_every = max(1, round(DECIDE_EVERY_VIRTUAL_S * k / sample_s))
         self.log = log or (lambda m: None)
         self.t_s: list[float] = []          # physical, from the flow's start
         self.bytes: list[int] = []
@@ -74,10 +73,10 @@ class PrecisionWatch:
         return elapsed_s >= self.next_at
 
     def check(self, elapsed_s: float) -> Decision | None:
-        """Take a sample; every DECIDE_EVERY_SAMPLES samples, decide. The decision, if it
+        """Take a sample; every 2 virtual seconds' samples, decide. The decision, if it
         says stop; else None."""
         self.next_at = (self.next_at or elapsed_s) + self.sample_s
-        got = received_bytes(self.receiver_ns)
+        got = self.receiver.read(common.IPERF3_PORT)
         t = time.monotonic()
         if got is None:
             return None
@@ -86,7 +85,7 @@ class PrecisionWatch:
             self.rates.append(8.0 * (got - self.bytes[-1]) / (t_flow - self.t_s[-1]))
         self.t_s.append(t_flow)
         self.bytes.append(got)
-        if len(self.rates) < 2 or len(self.rates) % DECIDE_EVERY_SAMPLES:
+        if len(self.rates) < 2 or len(self.rates) % self.decide_every:
             return None
         self.decision = decide(self.rule, self.t_s[1:], self.rates, int(self.drops()), t_flow)
         self.decisions += 1
@@ -96,6 +95,13 @@ class PrecisionWatch:
                      f"{self.decision.loss_events} loss events; {time.monotonic() - t:.2f} s to decide)")
             return self.decision
         return None
+
+    def wake_at(self) -> float | None:
+        """When (s after t0) the next sample is due, for the traffic loop's sleep."""
+        return self.next_at
+
+    def close(self) -> None:
+        self.receiver.close()
 
     def final(self, elapsed_s: float) -> None:
         """The decision at the run's end (max_s: precision reached or not), on every sample."""
@@ -113,5 +119,5 @@ class PrecisionWatch:
         out.update({"stopped_early": stopped_at_s is not None, "stopped_at_s": stopped_at_s,
                     "samples": len(self.rates), "sample_s": self.sample_s, "decisions": self.decisions,
                     "loss_events_from": "the drop stage's dropped packets",
-                    "throughput_from": "the first flow's receiver socket (ss -ti bytes_received)"})
+                    "throughput_from": "the first flow's receiver socket (sock_diag tcp_info bytes_received)"})
         return out

@@ -324,7 +324,7 @@ class EmulatedBackend:
         if plan.stop:
             first = plan.flows[0]
             watch = PrecisionWatch(plan.stop, plan.dilation, topo.ns("r1"), first.start_s,
-                                   lambda: run.drop.module.read()["dropped"], log)
+                                   lambda: run.drop.module.read()["dropped"], plan.interval_s, log)
         stopped_at = traffic.drive(run.flows, topo, run.delayer, t0, plan, log, midway=snapshot,
                                    at_end=lambda: end_edge.append(self._link_counters(run)),
                                    checkpoints_s=steady_checkpoints(plan) if plan.stop else (), watch=watch)
@@ -340,6 +340,7 @@ class EmulatedBackend:
             if stopped_at is None:
                 watch.final(ended_s)
             precision = watch.record(stopped_at)
+            watch.close()
         else:
             precision = None
         run.drop.disable()

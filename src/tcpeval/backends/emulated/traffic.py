@@ -222,6 +222,8 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
             log(f"... {now - t0:.0f}/{plan.duration_s:g} s")
             next_note += 5.0
         wake = [t0 + m for m in marks[:1]] + ([t0 + plan.duration_s] if at_end else [])
+        if watch and stopped_at is None and watch.wake_at() is not None:
+            wake.append(t0 + watch.wake_at())   # sample on time, one per reporting interval
         time.sleep(min([0.05] + [max(0.0, m - time.monotonic()) for m in wake]))
 
 

@@ -1,0 +1,78 @@
+"""The precision watch's receiver readings (backends/emulated/sockdiag.py) on real kernel
+sockets inside a real network namespace: exact payload counts, the socket followed
+after the first dump, and None where nothing is connected."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tcpeval.backends.emulated import host
+from tcpeval.backends.emulated.sockdiag import ReceivedBytes
+
+pytestmark = pytest.mark.root
+
+PORT = 5301
+# Inside the namespace: a listener on PORT, a client that sends what stdin asks for (one
+# line per batch, its size in bytes), the server reading it all and saying "got N".
+PEER = textwrap.dedent(f"""
+    import socket, sys
+    srv = socket.socket(socket.AF_INET6)
+    srv.bind(("::", {PORT})); srv.listen(1)
+    cli = socket.create_connection(("127.0.0.1", {PORT}))
+    conn, _ = srv.accept()
+    total = 0
+    print("ready", flush=True)
+    for line in sys.stdin:
+        n = int(line)
+        cli.sendall(bytes(n))
+        got = 0
+        while got < n:
+            got += len(conn.recv(n - got))
+        total += got
+        print("got", total, flush=True)
+""")
+
+
+@pytest.fixture
+def namespace():
+    name = host.ns_name(host.new_run_id(), "r1")
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], check=True)
+    yield name
+    subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+def test_it_reads_exactly_the_bytes_a_socket_in_the_namespace_received(namespace):
+    peer = subprocess.Popen(["ip", "netns", "exec", namespace, sys.executable, "-c", PEER],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert peer.stdout.readline().strip() == "ready"
+        with ReceivedBytes(namespace) as receiver:
+            assert receiver.read(PORT) == 0               # connected, nothing sent yet
+            for total in (1_000_000, 3_500_000):
+                peer.stdin.write(f"{total - (receiver.read(PORT) or 0)}\n")
+                peer.stdin.flush()
+                assert peer.stdout.readline().split() == ["got", str(total)]
+                assert receiver.read(PORT) == total       # the second is a lookup, not a dump
+            assert PORT in receiver.found
+            assert receiver.read(PORT + 1) is None        # no socket on that port
+        with ReceivedBytes(None) as here:                 # the host's namespace: not there
+            assert here.read(PORT) is None
+    finally:
+        peer.stdin.close()
+        peer.wait(timeout=10)
+
+
+def test_a_socket_that_went_away_reads_as_none(namespace):
+    peer = subprocess.Popen(["ip", "netns", "exec", namespace, sys.executable, "-c", PEER],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert peer.stdout.readline().strip() == "ready"
+    with ReceivedBytes(namespace) as receiver:
+        assert receiver.read(PORT) == 0
+        peer.stdin.close()
+        peer.wait(timeout=10)
+        assert receiver.read(PORT) is None
+        assert PORT not in receiver.found
