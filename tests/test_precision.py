@@ -301,6 +301,7 @@ def test_from_design_reads_a_stop_mapping():
     assert rule == StopRule(half_width=0.05, max_s=900.0, min_loss_events=100)
     assert rule.quantiles == (0.25, 0.5, 0.75) and rule.batches == 20
     assert rule.confidence == 0.95 and rule.min_s is None
+    assert rule.metrics == "after_warmup"
 
 
 WHERE = "criteria.responsiveness.stop"
@@ -321,6 +322,8 @@ WHERE = "criteria.responsiveness.stop"
      f"{WHERE}.batches: must be an integer in [10, 30]"),
     ({"half_width": 0.05, "max_s": 900, "quantiles": [0.5, 1.0]}, f"{WHERE}.quantiles: must be"),
     ({"half_width": 0.05, "max_s": 900, "confidence": 95}, f"{WHERE}.confidence: must be in"),
+    ({"half_width": 0.05, "max_s": 900, "metrics": "steady"},
+     f"{WHERE}.metrics: must be one of after_warmup, whole_run, got 'steady'"),
 ])
 def test_from_design_errors_name_the_field(mapping, message):
     with pytest.raises(ValueError) as caught:

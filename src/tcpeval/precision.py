@@ -42,6 +42,9 @@ MSER_BATCH = 5                    # MSER-5: the warm-up is searched in batches o
 BATCHES_ALLOWED = (10, 30)        # Schmeiser (1982): 10 to 30 batches
 INDEPENDENCE_LEVEL = 0.05         # one-sided level of the von Neumann test of batch means
 NOT_ENOUGH_SAMPLES = "not enough samples"
+# what a precision-driven run's metrics are taken over: the samples after the warm-up cut
+# (what the rule's intervals are about), or every sample (the paper's definition)
+METRICS_SPANS = ("after_warmup", "whole_run")
 
 
 # --- Student t, without SciPy -------------------------------------------------------------
@@ -127,6 +130,7 @@ def _rule_problems(values: Mapping, where: str) -> list[str]:
          and low <= batches <= high, f"must be an integer in [{low}, {high}] (Schmeiser 1982)")
     need("check_independence", isinstance(values["check_independence"], bool),
          "must be true or false")
+    need("metrics", values["metrics"] in METRICS_SPANS, f"must be one of {', '.join(METRICS_SPANS)}")
     return problems
 
 
@@ -140,7 +144,10 @@ class StopRule:
     (empty: the mean alone). `check_independence` also holds a run back while its batch
     means are correlated (a von Neumann test, Fishman 1978): batches shorter than the
     correlation time make the interval too narrow, and a rare long dip (H-TCP at 1e-7 in
-    the run-length model) otherwise lets a run stop too early.
+    the run-length model) otherwise lets a run stop too early. `metrics` says what the
+    analysis takes the run's mean and quantiles over: `after_warmup` (the samples after
+    the cut, which the intervals describe) or `whole_run` (the paper's definition, slow
+    start included; then the interval describes the steady state, not the figure).
     """
     half_width: float
     max_s: float
@@ -150,6 +157,7 @@ class StopRule:
     quantiles: tuple[float, ...] = (0.25, 0.5, 0.75)
     batches: int = 20
     check_independence: bool = True
+    metrics: str = "after_warmup"
 
     def __post_init__(self):
         if isinstance(self.quantiles, list):      # frozen: keep it hashable
@@ -162,7 +170,7 @@ class StopRule:
         return {"half_width": self.half_width, "min_loss_events": self.min_loss_events,
                 "max_s": self.max_s, "min_s": self.min_s, "confidence": self.confidence,
                 "quantiles": list(self.quantiles), "batches": self.batches,
-                "check_independence": self.check_independence}
+                "check_independence": self.check_independence, "metrics": self.metrics}
 
     @classmethod
     def from_design(cls, mapping, where: str) -> StopRule:
@@ -172,7 +180,8 @@ class StopRule:
         if not isinstance(mapping, Mapping):
             raise SpecError(f"{where}: must be a mapping, got {type(mapping).__name__}")
         defaults = {"min_loss_events": 0, "min_s": None, "confidence": 0.95,
-                    "quantiles": [0.25, 0.5, 0.75], "batches": 20, "check_independence": True}
+                    "quantiles": [0.25, 0.5, 0.75], "batches": 20, "check_independence": True,
+                    "metrics": "after_warmup"}
         allowed = ["half_width", "max_s", *defaults]
         problems = [f"{where}: unknown key {key!r}; allowed: {', '.join(allowed)}"
                     for key in mapping if key not in allowed]

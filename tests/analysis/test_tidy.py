@@ -142,3 +142,50 @@ def test_aggregates(smoke_raw, design, tmp_path):
     assert tables.efficiency_drop(ds, 0.2) == (1e-4, False)   # 1e-3 absent in smoke
     t2 = tables.table2(design, "paper", "emulated")
     assert t2["runs"].sum() == 1280
+
+
+def _precision_record(cond, metrics_span: str, cut_s: float) -> dict:
+    """A single-flow trace at 1 Gbit/s for its first cut_s seconds (a warm-up), 3 Gbit/s
+    after, with a precision-driven run's record whose warm-up cut lies at cut_s."""
+    from tcpeval.analysis import synthetic
+    record = synthetic.make_record(cond)
+    dt = cond.interval_s
+    t = np.round(np.arange(1, round(cond.duration_s / dt) + 1) * dt, 9)
+    rate = np.where(t <= cut_s + 1e-9, 1e9, 3e9) * (1 + 0.1 * np.sin(t * 7))
+    samples = record["flows"][0]["samples"]
+    samples.update(t_s=t.tolist(), bytes=(rate * dt / 8).tolist(),
+                   throughput_bps=rate.tolist(), cwnd_bytes=[None] * t.size,
+                   rtt_us=[None] * t.size, retransmits=[0] * t.size)
+    record["measured"]["precision"] = {
+        "rule": {"half_width": 0.05, "max_s": cond.duration_s, "metrics": metrics_span},
+        "precision_reached": True, "stopped_early": True, "stopped_at_s": 19.5, "why": "precision reached",
+        "warmup": {"cut_index": round(cut_s / dt), "cut_s": cut_s, "method": "MSER-5"}}
+    return record
+
+
+def test_a_precision_driven_runs_metrics_start_after_its_warmup_cut(design):
+    from tcpeval.analysis import synthetic
+    cond = next(c for c in synthetic.campaign_conditions(design, "smoke", "emulated", duration_s=20.0)
+                if c.criterion == "responsiveness")
+    after, _, _ = extract.summarise(_precision_record(cond, "after_warmup", 8.0))
+    whole, _, _ = extract.summarise(_precision_record(cond, "whole_run", 8.0))
+    assert after["metrics_from_s"] == 8.0 and whole["metrics_from_s"] == 0.0
+    assert after["precision_reached"] and after["stopped_early"]
+    assert after["ran_s"] == 19.5                     # where it stopped, not its maximum
+    # after the cut: the 3 Gbit/s part alone (the sine averages out to within 1 %)
+    assert after["mean_bps"] == pytest.approx(3e9, rel=0.01)
+    assert after["q25_bps"] > 2.6e9
+    # the whole run: 40 % at 1 Gbit/s pulls the mean to 2.2 and Q25 into the warm-up
+    assert whole["mean_bps"] == pytest.approx(0.4 * 1e9 + 0.6 * 3e9, rel=0.01)
+    assert whole["q25_bps"] < 1.2e9
+    # the run's own intervals of its mean and quartiles, over the part they describe
+    for key in ("mean_hw_bps", "q25_hw_bps", "q50_hw_bps", "q75_hw_bps"):
+        assert 0 < after[key] < 0.05 * after["mean_bps"], key
+
+
+def test_a_run_of_fixed_length_takes_every_interval(smoke_raw, smoke_conditions):
+    cond = next(c for c in smoke_conditions if c.criterion == "responsiveness")
+    row, flows, _ = extract.summarise(extract.load(_trace(smoke_raw, cond)))
+    assert row["metrics_from_s"] == 0.0 and row["precision_reached"] is None
+    assert row["ran_s"] == cond.duration_s
+    assert row["mean_bps"] == pytest.approx(flows[0]["mean_bps"])

@@ -5,7 +5,9 @@ Sec. III-B (see `tcpeval.analysis.metrics`); the per-run choices made here:
 
 * Single-flow runs (responsiveness/efficiency): mean throughput over the whole flow and
   the quantiles of its per-interval throughput (all intervals, slow start included: the
-  paper does not exclude any).
+  paper does not exclude any). A precision-driven run (measured.precision) whose rule
+  says `metrics: after_warmup` takes them over the intervals after the rule's warm-up cut
+  instead, the part its intervals describe (`metrics_from_s` says where that begins).
 * Runs with two or more flows (fairness, downward compatibility, convergence): each flow's
   mean throughput over the period all flows run (from the latest start to the earliest
   end, in absolute time); Jain's index over those means; link utilisation = their sum.
@@ -146,6 +148,27 @@ def _link_rate(record: dict) -> float:
     return float(rate) if rate else math.nan
 
 
+def metrics_from_s(precision: dict | None) -> float:
+    """Where a run's single-flow metrics begin (s after the first flow's start): the
+    warm-up cut of a precision-driven run whose rule takes its metrics after it, else 0."""
+    if not precision:
+        return 0.0
+    if (precision.get("rule") or {}).get("metrics", "after_warmup") != "after_warmup":
+        return 0.0
+    return float((precision.get("warmup") or {}).get("cut_s") or 0.0)
+
+
+def _quantile_half_widths(rates: np.ndarray) -> list[float]:
+    """The 95 % half-widths of the run's interval-throughput quartiles, from its own
+    samples (batched quantiles, WITHIN_RUN_BATCHES batches; NaN with too few)."""
+    finite = rates[np.isfinite(rates)]
+    if finite.size == 0:
+        return [math.nan] * len(M.EFFICIENCY_QUANTILES)
+    found = precision.quantile_intervals(finite, M.EFFICIENCY_QUANTILES, batches=WITHIN_RUN_BATCHES)
+    return [float(found[q].half_width) if math.isfinite(found[q].half_width) else math.nan
+            for q in M.EFFICIENCY_QUANTILES]
+
+
 def _within_run_half_width(rates: np.ndarray) -> float:
     """The 95 % half-width of a run's mean throughput from its own interval throughputs
     (batch means, WITHIN_RUN_BATCHES batches; tcpeval.precision): what the claims use for
@@ -201,7 +224,12 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         })
 
     first = per_flow[0]
-    q = M.throughput_quantiles(first["rates"])
+    prec = meas.get("precision")
+    from_s = metrics_from_s(prec)
+    steady = first["t"] > from_s + 1e-9          # every interval unless a warm-up is cut
+    first_rates = first["rates"][steady]
+    q = M.throughput_quantiles(first_rates)
+    q_hw = _quantile_half_widths(first_rates)
     means_common = [r["mean_common_bps"] for r in flow_rows]
     multi = len(per_flow) > 1
     row = {
@@ -227,10 +255,19 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         "dilation": k,
         "started_at": record.get("started_at"),
         # Sec. III-B responsiveness and efficiency (flow that starts first; single-flow runs)
-        "mean_bps": flow_rows[0]["mean_bps"],
-        # the run's own 95 % interval of it: batch means of its interval throughputs
-        "mean_hw_bps": _within_run_half_width(first["rates"]),
+        "mean_bps": (M.mean_throughput(first["t"], first["b"], steady) if from_s > 0 and steady.any()
+                     else flow_rows[0]["mean_bps"]),
+        # the run's own 95 % intervals: batch means (batched quantiles) of its interval throughputs
+        "mean_hw_bps": _within_run_half_width(first_rates),
         "q25_bps": float(q[0]), "q50_bps": float(q[1]), "q75_bps": float(q[2]),
+        "q25_hw_bps": q_hw[0], "q50_hw_bps": q_hw[1], "q75_hw_bps": q_hw[2],
+        # a precision-driven run: where its metrics begin, whether it met its rule
+        "metrics_from_s": from_s,
+        "precision_reached": bool(prec["precision_reached"]) if prec else None,
+        "stopped_early": bool(prec.get("stopped_early")) if prec else None,
+        # how long the traffic ran: a precision-driven run's stop, else the condition's length
+        "ran_s": (float(prec["stopped_at_s"]) if prec and prec.get("stopped_early") and prec.get("stopped_at_s")
+                  else float(cond["duration_s"])),
         # Sec. III-B fairness / downward compatibility
         "flow1_bps": means_common[0] if multi else math.nan,
         "flow2_bps": means_common[1] if multi else math.nan,

@@ -46,6 +46,8 @@ RUN_SCHEMA = pa.schema([
     ("hostname", _S), ("kernel", _S), ("git_revision", _S), ("tcpeval_version", _S),
     ("mech_drop", _S), ("mech_delay", _S), ("mech_rate", _S), ("dilation", _I), ("started_at", _S),
     ("mean_bps", _F), ("mean_hw_bps", _F), ("q25_bps", _F), ("q50_bps", _F), ("q75_bps", _F), ("mean_frac", _F),
+    ("q25_hw_bps", _F), ("q50_hw_bps", _F), ("q75_hw_bps", _F),
+    ("metrics_from_s", _F), ("precision_reached", _B), ("stopped_early", _B), ("ran_s", _F),
     ("flow1_bps", _F), ("flow2_bps", _F), ("jain", _F), ("utilisation_bps", _F),
     ("utilisation_frac", _F), ("conv_applicable", _B), ("converged", _B),
     ("conv_time_s", _F), ("spread_bps", _F), ("ubar_bps", _F), ("lambda", _F), ("epsilon", _F),
