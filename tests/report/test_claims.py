@@ -123,7 +123,29 @@ def test_verdicts_by_campaign_have_a_column_per_campaign_with_results(smoke_resu
     assert "Finding & \\texttt{smoke}" in text and "quick}" not in text.split("\\midrule")[0]  # quick: no results
     assert "Campaigns without results for this backend: \\texttt{quick}." in text
     n_claims = len(C.load_claims("paper/claims.yaml"))
-    assert text.count("\\\\\n") - 1 == n_claims               # header + one row per claim
+    findings_table = text.split("\\end{longtable}")[0]
+    assert findings_table.count("\\\\\n") - 1 == n_claims     # header + one row per claim
+    # the lead names the columns at the paper's scale (the synthetic smoke traces are at
+    # 9.5 Gbit/s); the scale table has smoke's row
+    assert text.startswith("Verdicts at the paper's scale come first (\\texttt{smoke}")
+    scale_row = next(line for line in text.splitlines() if line.startswith("\\texttt{smoke} & "))
+    link, k, ran, reps, runs = scale_row.removesuffix(" \\\\").split(" & ")[1:]
+    assert link == "9.5" and reps == "1" and int(runs) > 0
+
+
+def test_a_campaigns_scale_is_its_link_dilation_run_lengths_and_repetitions():
+    from tcpeval.analysis.tables import Dataset
+    runs = _runs({"reno": [4.0, 4.1], "bic": [8.0, 8.1, 8.2]})
+    runs["dilation"] = [10, 10, 10, 12, 12]
+    runs["duration_s"] = 300.0
+    runs["ran_s"] = [30.5, 42.0, 300.0, 300.0, 61.5]
+    runs["stopped_early"] = [True, True, False, False, True]
+    scale = C.campaign_scale(Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(),
+                                     include_flagged=False))
+    assert scale.cells() == ["9.5", "10--12", "30--300 (3 stopped early)", "2--3", "5"]
+    text = C.by_campaign({"findings": [], "smoke": []}, [], ["findings"], {"findings": scale, "smoke": None})
+    assert text.startswith("Verdicts at the paper's scale come first (\\texttt{findings}")
+    assert "\\texttt{findings} & 9.5 & 10--12 & 30--300 (3 stopped early) & 2--3 & 5 \\\\" in text
 
 
 def test_the_table_says_whether_the_campaign_ran_at_the_papers_scale():
@@ -155,3 +177,62 @@ def test_a_claim_reading_a_cell_planned_but_not_run_is_undecided_at_this_budget(
     elsewhere = [{**unrun[0], "rtt_ms": 24.2}]
     assert C.check_all([{**claim, "check": {**claim["check"], "where": {"rtt_ms": 0.2}}}], ds,
                        elsewhere)[0].verdict == C.HOLDS
+
+
+def test_a_cell_of_one_run_takes_its_own_quartile_intervals_where_the_run_has_them():
+    from tcpeval.analysis.tables import Dataset
+    runs = _runs({"reno": [4.0]}, mean_hw_bps=0.2e9, q50_hw_bps=0.38e9)
+    cell = C.cells(Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False))
+    assert cell["q50_frac_hw"].iloc[0] == pytest.approx(0.04)      # 0.38 of a 9.5 Gbit/s link
+
+
+def _dataset(values_by_variant):
+    from tcpeval.analysis.tables import Dataset
+    return Dataset(runs=_runs(values_by_variant), flows=pd.DataFrame(), expected=pd.DataFrame(),
+                   include_flagged=False)
+
+
+BIC_BEST = {"id": "bic-best", "section": "V", "paper": "BIC has the highest mean at 0.2 ms, 1e-4.",
+            "check": {"type": "best", "metric": "mean_gbps", "expect": "bic",
+                      "where": {"criterion": "responsiveness", "rtt_ms": 0.2, "drop": 1e-4}}}
+RENO_BEST = {"id": "reno-best", "section": "V", "paper": "Reno has the highest mean at 0.2 ms, 1e-4.",
+             "check": {**BIC_BEST["check"], "expect": "reno"}}
+
+
+def test_a_finding_that_fails_where_the_model_supports_it_points_at_the_emulator():
+    # our (made-up) runs put Reno above BIC; the model gives BIC the link, Reno Mathis' ~5.1
+    ds = _dataset({"reno": [5.0, 5.1, 5.2], "bic": [4.0, 4.1, 4.2]})
+    verdict = C.check_all([BIC_BEST], ds)[0]
+    assert verdict.verdict == C.FAILS and verdict.model == C.HOLDS
+    assert "BIC" in verdict.model_text
+    text = C.table([verdict])
+    assert "Response model" in text and "emulator or the port is suspect" in text
+
+
+def test_a_finding_that_fails_with_the_model_too_is_the_papers_not_the_emulators():
+    ds = _dataset({"reno": [5.0, 5.1, 5.2], "bic": [9.3, 9.4, 9.4]})
+    verdict = C.check_all([RENO_BEST], ds)[0]
+    assert verdict.verdict == C.FAILS and verdict.model == C.FAILS
+    assert "does not support the published finding either" in C.table([verdict])
+
+
+def test_findings_on_metrics_the_model_lacks_get_no_model_verdict():
+    jain = {"id": "j", "section": "V", "paper": "p", "check": {
+        "type": "at_least", "metric": "jain", "threshold": 0.9, "where": {"criterion": "responsiveness"}}}
+    verdict = C.check_all([jain], _dataset({"reno": [5.0, 5.1]}))[0]
+    assert verdict.model == "" and verdict.model_text == ""
+
+
+@pytest.mark.parametrize("check, reps", [
+    # |diff| 0.2, half-width hypot(0.3, 0.3) from 5 runs: 5 (0.424 / 0.2)^2 = 22.5
+    ({"type": "greater", "metric": "mean_gbps", "where": {"criterion": "responsiveness"},
+      "a": {"variant": "cubic"}, "b": {"variant": "reno"}}, 23),
+    ({"type": "worst", "metric": "mean_gbps", "expect": "reno", "where": {"criterion": "responsiveness"}}, 23),
+    # 4.8 % apart against 10 %: the distance to decide is 0.42 - 0.2 = 0.22: 5 (0.424 / 0.22)^2 = 18.6
+    ({"type": "close", "metric": "mean_gbps", "tolerance": 0.1, "where": {"criterion": "responsiveness"},
+      "a": {"variant": "cubic"}, "b": {"variant": "reno"}}, 19),
+])
+def test_an_undecided_check_says_how_many_repetitions_would_decide_it(check, reps):
+    verdict, text = C.evaluate(_claim(check), _cells(hw=0.3))
+    assert verdict == C.UNDECIDED and f"about {reps} repetitions a cell would decide it" in text
+    assert "repetitions" not in C.evaluate(_claim(check), _cells(hw=0.05))[1]   # decided: no note

@@ -7,12 +7,15 @@ verdict and a short statement of what we measured, intervals included:
   holds / does not hold   the intervals are clear of the check's threshold (or of each
                           other): the same answer for every value inside them
   undecided at this budget  an interval straddles it: more repetitions (or longer runs)
-                          would be needed to tell
+                          would be needed to tell; the text says about how many
+                          repetitions a cell would decide it if the means held
+                          (reps_to_decide)
   not enough data         a cell the check needs is missing
 
 A cell's interval is Student's t over its repetitions; a cell of one run has one only
-for its mean throughput, the run's own batch-means interval (runs table `mean_hw_bps`),
-and none (an unbounded one) for its other metrics. Each comparison is at 95 %, with no
+for its mean throughput and its quartiles, the run's own batch-means (batched-quantile)
+intervals (runs table `mean_hw_bps`, `q25_hw_bps`, ...), and none (an unbounded one) for
+its other metrics. Each comparison is at 95 %, with no
 correction for the several cells a check may read: a stated simplification.
 
 Check types (``check.type``):
@@ -27,6 +30,12 @@ Check types (``check.type``):
 Selections (``where``, ``a``, ``b``): criterion, variant (one or a list), second, rtt_ms,
 rtt_min, rtt_max, drop, drop_min, drop_max, same_variant (bool). Thresholds may be given
 as ``{gbps: x, of_link_gbps: y}`` (the paper's absolute numbers, scaled to our link as x/y).
+
+Each finding about a single flow's mean throughput is also checked on the algorithms'
+response model (tcpeval.response) at the same cells and link rate: the model verdict tells
+a reader whether a finding that does not hold on our runs is one no loss-based response
+function supports (the model disagrees with the paper too) or one our runs should have
+reproduced (the model agrees with the paper: look for an emulator or port fault).
 """
 from __future__ import annotations
 
@@ -35,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tcpeval import response
 from tcpeval.analysis import tables as T
 from tcpeval.findings import ClaimError, load_claims, matches, selections  # noqa: F401 (the report's API)
 from tcpeval.precision import t_critical
@@ -43,6 +53,10 @@ from tcpeval.report.latex import escape
 HOLDS, FAILS, UNDECIDED, NODATA = "holds", "does not hold", "undecided at this budget", "not enough data"
 VERDICTS = (HOLDS, FAILS, UNDECIDED, NODATA)
 CONFIDENCE = 0.95
+# what the response model gives, with the model's own precision (about 600 loss events a
+# cell: +-3 % of the mean) as its interval
+MODELED_METRICS = ("mean_gbps", "mean_frac")
+MODEL_RELATIVE_HW = 0.03
 METRICS = {
     "responsiveness": ["mean_gbps", "mean_frac", "q25_frac", "q50_frac", "q75_frac"],
     "fairness": ["jain", "utilisation_gbps", "utilisation_frac", "share_first"],
@@ -59,6 +73,8 @@ class Verdict:
     check: str
     verdict: str
     ours: str
+    model: str = ""          # the same check on the response model ("" where it has no figure)
+    model_text: str = ""
 
 
 def cells(ds: T.Dataset) -> pd.DataFrame:
@@ -77,6 +93,9 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
     within = r["mean_hw_bps"] if "mean_hw_bps" in r else pd.Series(np.inf, index=r.index)
     r["mean_gbps_within_hw"] = within / 1e9
     r["mean_frac_within_hw"] = within / r["link_rate_bps"]
+    for q in ("q25", "q50", "q75"):
+        if f"{q}_hw_bps" in r:
+            r[f"{q}_frac_within_hw"] = r[f"{q}_hw_bps"] / r["link_rate_bps"]
     # convergence metrics average over converged runs only (NaN otherwise, skipped by mean)
     metric_cols = sorted({m for ms in METRICS.values() for m in ms})
     r["second"] = r["second"].fillna("")
@@ -118,6 +137,26 @@ def _mean_of(ests: list[Estimate]) -> Estimate:
     """The mean of independent estimates, its half-width combined in quadrature."""
     m = len(ests)
     return Estimate(sum(e.value for e in ests) / m, float(np.sqrt(sum(e.hw ** 2 for e in ests))) / m)
+
+
+def reps_to_decide(gap: float, hw: float, n: int) -> float:
+    """About how many repetitions a cell would need before an interval of half-width hw
+    (from n of them) clears a distance gap, if the means stay where they are: the
+    half-width shrinks as 1 / sqrt(n) (the t quantile's own shrinking is left out, so the
+    figure errs high). inf when the means coincide or the interval is unknown."""
+    if not (np.isfinite(hw) and gap > 0):
+        return float("inf")
+    return float(max(n + 1, int(np.ceil(max(n, 1) * (hw / gap) ** 2))))
+
+
+def _reps_note(needs: list[float]) -> str:
+    """What would decide an undecided check: the largest repetition count its parts need."""
+    if not needs:
+        return ""
+    worst = max(needs)
+    if not np.isfinite(worst):
+        return "; no number of repetitions decides it (a mean on the threshold, or no interval)"
+    return f"; about {worst:.0f} repetitions a cell would decide it"
 
 
 def _decide(passed: list[bool | None]) -> str:
@@ -223,6 +262,8 @@ def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
             t = _threshold(check["threshold"])
             passed = [_threshold_passes(kind, e, t) for e in ests]
         vals = np.array([e.value for e in ests])
+        needs = [reps_to_decide(min(abs(e.value - t) for t in ((lo, hi) if kind == "between" else (t,))),
+                                e.hw, int(n)) for e, n, p in zip(ests, sel["n"], passed) if p is None]
         worst = int(np.argmin(vals)) if kind in ("at_least", "above", "between") else int(np.argmax(vals))
         text = f"{len(ests)} cell(s), " + (_fmt_est(metric, ests[0]) if len(ests) == 1 else
                                           f"{_fmt(metric, vals.min())} to {_fmt(metric, vals.max())}; "
@@ -232,7 +273,8 @@ def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
             text += f"; {failed} fail"
         if open_:
             text += f"; {open_} undecided"
-        return _decide(passed), text
+        verdict = _decide(passed)
+        return verdict, text + (_reps_note(needs) if verdict == UNDECIDED else "")
 
     if kind in ("best", "worst"):
         expect = check["expect"] if isinstance(check["expect"], list) else [check["expect"]]
@@ -240,19 +282,27 @@ def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
         per = check.get("per", [])
         groups = [g for _, g in sel.groupby(per)] if per else ([sel] if len(sel) else [])
         need = int(check.get("min_variants", 2))
-        results, texts = [], []
+        results, texts, needs = [], [], []
         for g in groups:
             if g["variant"].nunique() < need or not g["variant"].isin(expect).any():
                 continue
             pos = int(np.argmax(g[metric].to_numpy()) if kind == "best" else np.argmin(g[metric].to_numpy()))
             top, top_est = g.iloc[pos], _estimates(g, metric)[pos]
             results.append(_ranked(kind, g, metric, expect))
+            if results[-1] is None and len(g) > 1:      # the top two decide it
+                order = np.argsort(g[metric].to_numpy())
+                first, second = (order[-1], order[-2]) if kind == "best" else (order[0], order[1])
+                ests = _estimates(g, metric)
+                needs.append(reps_to_decide(abs(ests[first].value - ests[second].value),
+                                            float(np.hypot(ests[first].hw, ests[second].hw)),
+                                            int(min(g["n"].iloc[first], g["n"].iloc[second]))))
             where = f" at {top['rtt_ms']:g}\\,ms" if "rtt_ms" in per else ""
             texts.append(f"{kind}{where}: {T.label(top['variant'])} ({_fmt_est(metric, top_est)}"
                          f" of {g['variant'].nunique()} variants)")
         if not results:
             return NODATA, f"fewer than {need} variants (with {'/'.join(T.label(e) for e in expect)}) present"
-        return _decide(results), "; ".join(texts)
+        verdict = _decide(results)
+        return verdict, "; ".join(texts) + (_reps_note(needs) if verdict == UNDECIDED else "")
 
     if kind in ("greater", "close"):
         a = _select(df, {**base, **check["a"]}).dropna(subset=[metric])
@@ -262,15 +312,19 @@ def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
         ea, eb = _mean_of(_estimates(a, metric)), _mean_of(_estimates(b, metric))
         diff = Estimate(ea.value - eb.value, float(np.hypot(ea.hw, eb.hw)))
         text = f"{_fmt_est(metric, ea)} vs {_fmt_est(metric, eb)}"
+        n = int(min(a["n"].min(), b["n"].min()))
         if kind == "greater":
-            return _decide([True if diff.lo > 0 else False if diff.hi <= 0 else None]), text
+            verdict = _decide([True if diff.lo > 0 else False if diff.hi <= 0 else None])
+            return verdict, text + (_reps_note([reps_to_decide(abs(diff.value), diff.hw, n)])
+                                    if verdict == UNDECIDED else "")
         scale = max(abs(ea.value), abs(eb.value))
         tol = float(check["tolerance"])
         if scale == 0:
             return HOLDS, f"{text} (0.0\\,\\% apart)"
         gap_lo, gap_hi = max(0.0, abs(diff.value) - diff.hw) / scale, (abs(diff.value) + diff.hw) / scale
         passed = True if gap_hi <= tol else False if gap_lo > tol else None
-        return _decide([passed]), f"{text} ({100 * abs(diff.value) / scale:.1f}\\,\\% apart)"
+        note = _reps_note([reps_to_decide(abs(abs(diff.value) - tol * scale), diff.hw, n)]) if passed is None else ""
+        return _decide([passed]), f"{text} ({100 * abs(diff.value) / scale:.1f}\\,\\% apart){note}"
 
     if kind == "within":
         sel = _select(df, base).dropna(subset=[metric])
@@ -295,11 +349,60 @@ def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
     raise ClaimError(f"claim {claim['id']}: unknown check type {kind!r}")
 
 
+def model_cells(df: pd.DataFrame, claims: list[dict]) -> pd.DataFrame:
+    """The single-flow cells of ``df`` that a claim on a modeled metric reads, with their
+    mean throughput as the response model gives it at each cell's RTT, drop rate and link
+    rate (tcpeval.response), its interval the model's own precision; every other metric
+    absent."""
+    wanted = [sel for c in claims if c["check"].get("metric") in MODELED_METRICS for sel in selections(c)]
+    if not len(df) or "mean_frac" not in df or not wanted:
+        return df.iloc[0:0].copy()
+    df = df.copy()
+    if "link_gbps" not in df:                   # a dataset's cells: the link their fractions are of
+        df["link_gbps"] = df["mean_gbps"] / df["mean_frac"].where(df["mean_frac"] > 0)
+    read = [any(matches(cell, sel) for sel in wanted) for cell in df.to_dict("records")]
+    single = df[np.array(read, dtype=bool) & (df["second"].fillna("") == "") & df["link_gbps"].notna()]
+    keep = ["criterion", "variant", "second", "rtt_ms", "drop", "n"]
+    out = single[[k for k in keep if k in single]].copy()
+    link_gbps = single["link_gbps"]
+    modeled = []
+    for (_, cell), link in zip(single.iterrows(), link_gbps):
+        try:
+            rate = response.response(str(cell["variant"]), float(cell["rtt_ms"]), float(cell["drop"]),
+                                     float(link) * 1e9).throughput_bps / 1e9
+        except ValueError:                      # a variant the model does not know
+            rate = np.nan
+        modeled.append((rate, rate / link))
+    out["mean_gbps"] = [m[0] for m in modeled]
+    out["mean_frac"] = [m[1] for m in modeled]
+    for metric in MODELED_METRICS:
+        out[f"{metric}_hw"] = out[metric] * MODEL_RELATIVE_HW
+    return out.dropna(subset=["mean_gbps"])
+
+
+def grid_cells(conditions, link_gbps: float) -> pd.DataFrame:
+    """The single-flow cells of a campaign's conditions (no runs needed) on a link of
+    link_gbps: what `model_cells` needs to give the model's verdicts at a campaign's grid."""
+    rows = {(c.criterion, c.flows[0].variant, float(c.rtt_ms), float(c.drop))
+            for c in conditions if len(c.flows) == 1}
+    return pd.DataFrame([dict(criterion=cr, variant=v, second="", rtt_ms=r, drop=d, n=1, link_gbps=link_gbps)
+                         for cr, v, r, d in sorted(rows)])
+
+
+def model_verdicts(claims: list[dict], grid: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """(claim id, the model's verdict, its figures) of each claim on a modeled metric, at
+    the cells of ``grid`` (grid_cells)."""
+    model_df = model_cells(grid, claims)
+    return [(c["id"], *evaluate(c, model_df)) for c in claims if c["check"].get("metric") in MODELED_METRICS]
+
+
 def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> list[Verdict]:
     """Each claim's verdict on the dataset's cells. A claim that reads a cell the campaign
     planned but did not run (``not_run``: tcpeval.spec.not_run) is undecided at this
-    budget, whatever the cells it has say, and names what the missing ones need."""
+    budget, whatever the cells it has say, and names what the missing ones need. A claim
+    about single-flow mean throughput also gets the model's verdict on the same cells."""
     df = cells(ds)
+    model_df = model_cells(df, claims) if len(df) else None
     out = []
     for c in claims:
         verdict, ours = evaluate(c, df) if len(df) else (NODATA, "no runs")
@@ -309,7 +412,11 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
             ours = (f"{len(missing)} cell(s) not run at this budget (up to {need:.0f}\\,min each needed, "
                     f"{missing[0]['max_s'] / 60:.0f}\\,min allowed)" + (f"; {ours}" if verdict != NODATA else ""))
             verdict = UNDECIDED
-        out.append(Verdict(c["id"], str(c["section"]), c["paper"], c.get("encoding", ""), verdict, ours))
+        model, model_text = "", ""
+        if model_df is not None and c["check"].get("metric") in MODELED_METRICS:
+            model, model_text = evaluate(c, model_df)
+        out.append(Verdict(c["id"], str(c["section"]), c["paper"], c.get("encoding", ""), verdict, ours,
+                           model, model_text))
     return out
 
 
@@ -348,24 +455,88 @@ def scale_note(ds: T.Dataset, claims: list[dict]) -> str:
 
 
 def table(verdicts: list[Verdict], note: str = "") -> str:
-    """The reproduction table: claim, our encoding of it, verdict, what we measured;
-    ``note`` (scale_note) above it."""
+    """The reproduction table: claim, our encoding of it, verdict, what we measured, the
+    response model's verdict; ``note`` (scale_note) above it, the deviations (deviations)
+    below."""
     mark = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{does not hold}", UNDECIDED: r"\textit{undecided}",
-            NODATA: r"\textit{not enough data}"}
-    lines = [r"\begin{longtable}{@{}p{0.05\linewidth}p{0.37\linewidth}p{0.15\linewidth}p{0.35\linewidth}@{}}",
-             r"\toprule", r"Sec. & Published finding (paraphrased) & Verdict & Our data \\", r"\midrule",
-             r"\endhead", r"\bottomrule", r"\endfoot"]
+            NODATA: r"\textit{not enough data}", "": "--"}
+    lines = [r"\begin{longtable}{@{}p{0.05\linewidth}p{0.31\linewidth}p{0.13\linewidth}p{0.31\linewidth}"
+             r"p{0.12\linewidth}@{}}",
+             r"\toprule", r"Sec. & Published finding (paraphrased) & Verdict & Our data & Response model \\",
+             r"\midrule", r"\endhead", r"\bottomrule", r"\endfoot"]
     for v in verdicts:
         finding = escape(v.paper) + (f" \\emph{{Check: {escape(v.check)}}}" if v.check else "")
-        lines.append(f"{escape(v.section)} & {finding} & {mark[v.verdict]} & {v.ours} \\\\")
+        lines.append(f"{escape(v.section)} & {finding} & {mark[v.verdict]} & {v.ours} & {mark[v.model]} \\\\")
     lines.append(r"\end{longtable}")
-    return note + "\n".join(lines) + "\n"
+    return note + "\n".join(lines) + "\n" + deviations(verdicts)
 
 
-def by_campaign(columns: dict[str, list[Verdict]], absent: list[str], at_scale: list[str] = ()) -> str:
+def deviation_reading(v: Verdict) -> str:
+    """What a finding that does not hold on our runs means, given the model's verdict."""
+    if v.model == FAILS:
+        return ("the response model does not support the published finding either: no "
+                "loss-based response of these algorithms gives it at this condition")
+    if v.model == HOLDS:
+        return ("the response model supports the published finding: our runs should have "
+                "reproduced it, so the emulator or the port is suspect here")
+    if v.model == UNDECIDED:
+        return "the response model cannot separate the compared figures (within its 3\\,\\% precision)"
+    return "the response model has no figure for this metric"
+
+
+def deviations(verdicts: list[Verdict]) -> str:
+    """One paragraph per finding that does not hold: the model's figures at the same cells
+    and what they say about the deviation (empty when every finding holds or is open)."""
+    failed = [v for v in verdicts if v.verdict == FAILS]
+    if not failed:
+        return ""
+    items = [f"\\item \\texttt{{{escape(v.id)}}}: ours {v.ours}; the model {v.model_text or 'n/a'}. "
+             f"Reading: {deviation_reading(v)}." for v in failed]
+    return ("\\paragraph{Deviations against the algorithms' response model.} For each finding that "
+            "does not hold on our runs, the same check on the response model of the six Linux~3.16 "
+            "algorithms (one flow, random loss, the same RTT, drop rate and link; "
+            "\\texttt{tcpeval.response}):\n\\begin{itemize}\n" + "\n".join(items) + "\n\\end{itemize}\n")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """What a campaign's verdicts rest on: its link rate(s), time-dilation factors, how
+    long its runs' traffic ran (virtual s) and how many repetitions its cells have."""
+    runs: int
+    link_gbps: tuple[float, ...]
+    dilation: tuple[int, int]
+    ran_s: tuple[float, float]
+    repetitions: tuple[int, int]
+    stopped_early: int
+
+    def cells(self) -> list[str]:
+        def span(lo, hi, fmt="{:g}"):
+            return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}--{fmt.format(hi)}"
+        return [", ".join(f"{r:g}" for r in self.link_gbps), span(*self.dilation),
+                span(*self.ran_s, "{:.0f}") + (f" ({self.stopped_early} stopped early)" if self.stopped_early else ""),
+                span(*self.repetitions), str(self.runs)]
+
+
+def campaign_scale(ds: T.Dataset) -> Scale | None:
+    """The scale of a campaign's results (None without runs)."""
+    r = ds.runs
+    if r.empty:
+        return None
+    ran = r["ran_s"] if "ran_s" in r else r["duration_s"]
+    ran = ran.fillna(r["duration_s"])
+    dilation = r["dilation"].fillna(1).astype(int) if "dilation" in r else pd.Series(1, index=r.index)
+    reps = r.fillna({"second": ""}).groupby(["criterion", "variant", "second", "rtt_ms", "drop"]).size()
+    early = int(r["stopped_early"].fillna(False).astype(bool).sum()) if "stopped_early" in r else 0
+    return Scale(len(r), tuple(_link_rates_gbps(ds)), (int(dilation.min()), int(dilation.max())),
+                 (float(ran.min()), float(ran.max())), (int(reps.min()), int(reps.max())), early)
+
+
+def by_campaign(columns: dict[str, list[Verdict]], absent: list[str], at_scale: list[str] = (),
+                scales: dict[str, Scale | None] | None = None) -> str:
     """Which finding holds at which campaign: one row per claim, one column per campaign
     whose results exist (those at the paper's scale, ``at_scale``, marked); campaigns
-    without results are named below the table."""
+    without results are named below the table, and the scale each column rests on
+    (``scales``: link, dilation, run length, repetitions) in a table of its own."""
     mark = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{no}", UNDECIDED: "?", NODATA: r"\textit{n/a}"}
     names = list(columns)
     ids = [v.id for v in next(iter(columns.values()))] if columns else []
@@ -382,7 +553,31 @@ def by_campaign(columns: dict[str, list[Verdict]], absent: list[str], at_scale: 
     if absent:
         tail += ("Campaigns without results for this backend: "
                 + ", ".join(f"\\texttt{{{escape(a)}}}" for a in absent) + ".\\par\n")
-    return "\n".join(lines) + "\n" + tail
+    return _lead(list(at_scale)) + "\n".join(lines) + "\n" + tail + _scale_table(scales or {})
+
+
+def _lead(at_scale) -> str:
+    """The sentence before the table: which columns are at the paper's scale, or that none is."""
+    if at_scale:
+        named = ", ".join(f"\\texttt{{{escape(n)}}}" for n in at_scale)
+        return (f"Verdicts at the paper's scale come first ({named}: the paper's link rate, "
+                "time-dilated where the host carries less); read the other columns as trends "
+                "on a slower link.\\par\n")
+    return ("No campaign at the paper's scale has results for this backend yet (\\texttt{make findings} "
+            "runs the cells the findings read at the paper's link rate); every column compares "
+            "fractions of a slower link.\\par\n")
+
+
+def _scale_table(scales: dict[str, Scale | None]) -> str:
+    rows = [(name, scale) for name, scale in scales.items() if scale is not None]
+    if not rows:
+        return ""
+    lines = [r"\par\smallskip What each column rests on (run lengths in virtual seconds of traffic):\par",
+             r"\begin{tabular}{@{}lccccc@{}}", r"\toprule",
+             r"Campaign & Link (Gbit/s) & Dilation $k$ & Run length (s) & Repetitions & Runs \\", r"\midrule"]
+    lines += [f"\\texttt{{{escape(name)}}} & " + " & ".join(scale.cells()) + r" \\" for name, scale in rows]
+    lines += [r"\bottomrule", r"\end{tabular}\par"]
+    return "\n".join(lines) + "\n"
 
 
 def counts(verdicts: list[Verdict]) -> dict[str, int]:

@@ -107,6 +107,7 @@ def cmd_claims(args) -> int:
     if args.out_campaigns_tex:
         _, design, campaign, backend = _context(args)
         columns, absent, at_scale = {campaign: verdicts}, [], {campaign: C.at_paper_scale(ds, claims)}
+        scales = {campaign: C.campaign_scale(ds)}
         for other in args.also or []:
             other_results = Path(args.results).parent / other
             if not (other_results / "runs.parquet").exists():
@@ -117,16 +118,48 @@ def cmd_claims(args) -> int:
                                        include_flagged=args.include_flagged)
                 columns[other] = C.check_all(claims, other_ds, spec.not_run(design, other))
                 at_scale[other] = C.at_paper_scale(other_ds, claims)
+                scales[other] = C.campaign_scale(other_ds)
             except (spec.SpecError, C.ClaimError) as err:
                 raise UserError(f"{other_results}: {err}") from None
-        # the campaigns at the paper's scale lead
-        order = sorted(columns, key=lambda name: not at_scale[name])
+        # the campaigns at the paper's scale lead, the findings campaigns first among them
+        order = sorted(columns, key=lambda name: (not at_scale[name], not name.startswith("findings")))
         Path(args.out_campaigns_tex).write_text(C.by_campaign({n: columns[n] for n in order}, absent,
-                                                              [n for n in order if at_scale[n]]))
+                                                              [n for n in order if at_scale[n]],
+                                                              {n: scales[n] for n in order}))
     if args.out_json:
         Path(args.out_json).write_text(json.dumps([v.__dict__ for v in verdicts], indent=1) + "\n")
     for v in verdicts:
         print(f"{v.verdict:16s} {v.id}")
+    return 0
+
+
+def cmd_response(args) -> int:
+    from tcpeval import quantity, response
+    from tcpeval.report import claims as C
+
+    try:
+        link_bps = quantity.rate(args.rate, "--rate")
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    if args.claims:
+        try:
+            claims = C.load_claims(args.claims)
+            design = spec.load_design(args.design)
+            conditions = spec.expand(design, args.campaign, "emulated")
+        except (OSError, C.ClaimError, spec.SpecError) as err:
+            raise UserError(str(err)) from None
+        for cid, verdict, text in C.model_verdicts(claims, C.grid_cells(conditions, link_bps / 1e9)):
+            print(f"{verdict:24s} {cid}: {text.replace(chr(92) + ',', ' ').replace('$' + chr(92) + 'pm$', '+-')}")
+        return 0
+    if args.rtt is None or args.drop is None:
+        raise UserError("give --rtt and --drop (one condition), or --claims (every finding)")
+    for variant in args.variant or response.VARIANTS:
+        try:
+            r = response.response(variant, args.rtt, args.drop, link_bps)
+        except ValueError as err:
+            raise UserError(str(err)) from None
+        limit = "link-limited" if r.link_limited else f"{r.loss_events} loss events"
+        print(f"{variant:10s} {r.throughput_bps / 1e9:6.2f} Gbit/s  mean window {r.mean_window:9.1f} segments  ({limit})")
     return 0
 
 
@@ -265,6 +298,17 @@ def add_parsers(sub) -> None:
                    help="another campaign (results beside --results) to check the claims on")
     p.add_argument("--out-campaigns-tex", help="the verdict of each claim per campaign (--also)")
     p.set_defaults(func=cmd_claims)
+
+    p = sub.add_parser("response", help="what the six 3.16 algorithms' response model gives: at one "
+                                        "condition, or each finding's verdict at a campaign's grid")
+    p.add_argument("--variant", action="append", help="one variant (repeatable; default: the six)")
+    p.add_argument("--rtt", type=float, help="RTT in ms (one condition)")
+    p.add_argument("--drop", type=float, help="per-packet drop probability (one condition)")
+    p.add_argument("--rate", default="9.5G", help="link rate, e.g. 9.5G (default: the paper's)")
+    p.add_argument("--claims", help="check each finding on the model at --campaign's grid instead")
+    p.add_argument("--campaign", default="paper", help="with --claims: whose grid (default: paper)")
+    p.add_argument("--design", help="with --claims: the design (default: config/design.yaml)")
+    p.set_defaults(func=cmd_response)
 
     p = sub.add_parser("macros", help="write the LaTeX macro file every number in the manuscript comes from")
     common(p)
