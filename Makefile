@@ -33,6 +33,7 @@ help:
 	@echo "make snakemake-report          snakemake --report of the paper's campaign (figures with captions, HTML)"
 	@echo "make data-push CAMPAIGN=...   version the campaign's raw traces with DVC and push them"
 	@echo "make data-pull CAMPAIGN=...   fetch a campaign's raw traces from the DVC remote"
+	@echo "  (the remote: TCPEVAL_DVC_REMOTE=ssh://user@host/path or a DVC remote's name; default: store)"
 	@echo "make image                     the container image (podman, rootful; tools/container-image.sh)"
 	@echo "make cleanup                   remove leftovers of killed runs (namespaces, struct_ops)"
 
@@ -112,6 +113,8 @@ validate-dilation: bootstrap
 bench: bootstrap
 	@set -e; for b in bench/bench_*.py; do echo "== $$b"; $(VENV)/python $$b; done
 
+# The remote: TCPEVAL_DVC_REMOTE (from the environment or make's command line, which make
+# passes on), else .dvc/config's default `store` (tcpeval.datastore).
 data-push: bootstrap
 	$(VENV)/tcpeval data push --campaign $(CAMPAIGN) --backend $(BACKEND)
 

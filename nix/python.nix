@@ -12,4 +12,5 @@ pkgs.python3.withPackages (ps: with ps; [
   pyyaml
   pytest
   dvc
+  dvc-ssh  # DVC remotes over SSH (TCPEVAL_DVC_REMOTE=ssh://...)
 ])

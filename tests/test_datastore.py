@@ -17,6 +17,14 @@ def sh(*args, cwd):
     subprocess.run(args, cwd=cwd, check=True, capture_output=True, text=True)
 
 
+@pytest.fixture(autouse=True)
+def dvc_environment(monkeypatch, tmp_path):
+    """The tester's own TCPEVAL_DVC_REMOTE must not send these pushes anywhere, and dvc's
+    per-repository site cache goes to tmp_path, not /var/tmp/dvc (one more directory a run)."""
+    monkeypatch.delenv(datastore.REMOTE_ENV, raising=False)
+    monkeypatch.setenv("DVC_SITE_CACHE_DIR", str(tmp_path / "dvc-site-cache"))
+
+
 @pytest.fixture
 def repo(tmp_path):
     repo = tmp_path / "repo"
@@ -63,3 +71,31 @@ def test_push_of_a_missing_campaign_names_it(repo):
 def test_pull_without_snapshot_says_how_to_make_one(repo):
     with pytest.raises(UserError, match="no snapshot.*tcpeval data push"):
         datastore.pull(repo, "data/raw", "emulated", "paper")
+
+
+def test_the_environment_variable_chooses_the_remote(repo, tmp_path, monkeypatch):
+    sh(DVC, "remote", "add", "other", str(tmp_path / "other"), cwd=repo)
+    write_runs(repo)
+    monkeypatch.setenv(datastore.REMOTE_ENV, "other")
+    datastore.push(repo, "data/raw", "emulated", "smoke")
+    assert any((tmp_path / "other").rglob("*")) and not (tmp_path / "store").exists()
+
+
+def test_an_unknown_remote_name_names_the_setting_and_the_remotes_there(repo, monkeypatch):
+    write_runs(repo)
+    monkeypatch.setenv(datastore.REMOTE_ENV, "shared")
+    with pytest.raises(UserError, match=r"TCPEVAL_DVC_REMOTE=shared: no DVC remote of that name .*\(it has: store\)"):
+        datastore.push(repo, "data/raw", "emulated", "smoke")
+    with pytest.raises(UserError, match="--remote elsewhere: no DVC remote of that name"):
+        datastore.push(repo, "data/raw", "emulated", "smoke", remote="elsewhere")
+
+
+@pytest.mark.parametrize("url, problem", [("ssh://host", "no directory on the server"),
+                                          ("ssh://host/", "no directory on the server"),
+                                          ("ssh://user@:22/traces", "no host"),
+                                          ("ssh://host:ssh/traces", "the port is not a TCP port number")])
+def test_a_malformed_ssh_url_is_refused_before_dvc_runs(url, problem, tmp_path, monkeypatch):
+    (tmp_path / "data/raw/emulated/smoke").mkdir(parents=True)  # no DVC repository: nothing gets that far
+    monkeypatch.setenv(datastore.REMOTE_ENV, url)
+    with pytest.raises(UserError, match=f"^TCPEVAL_DVC_REMOTE={url}: {problem} \\(expected ssh://"):
+        datastore.push(tmp_path, "data/raw", "emulated", "smoke")
