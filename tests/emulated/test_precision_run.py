@@ -36,3 +36,18 @@ def test_a_run_stops_once_its_mean_and_quartiles_are_precise_and_records_why(rat
     assert record["condition"]["stop"]["half_width"] == 0.1
     back = trace.read_trace(tmp_path / "run")
     assert dilation.to_virtual(back)["measured"]["precision"]["stopped_at_s"] == p["stopped_at_s"]
+
+
+def test_a_run_that_is_precise_within_seconds_still_has_its_second_half(rate, tmp_path):
+    from tcpeval.backends import get_backend
+
+    backend = get_backend("emulated", progress=False, lock_timeout_s=900)
+    # bic at 0.2 ms, 1e-2: hundreds of loss events a second; +-5 % in a few seconds (6 s at
+    # 0.5 Gbps: the run then failed, no counter snapshot lying before its middle)
+    rule = StopRule(half_width=0.05, max_s=MAX_S, min_loss_events=100)
+    cond = adhoc_condition(["bic"], 0.2, 1e-2, MAX_S, rate_bps=rate, seed=1, dilation=1, stop=rule)
+    record = backend.run(cond, tmp_path / "run")
+    p = record["measured"]["precision"]
+    assert p["stopped_early"] and p["stopped_at_s"] < 15, p["why"]
+    steady = record["measured"]["link_steady"]
+    assert steady["from_s"] <= p["stopped_at_s"] / 2 < steady["to_s"]
