@@ -89,3 +89,14 @@ def test_the_command_gives_one_condition_and_names_what_is_wrong(capsys):
     assert "give --rtt and --drop" in capsys.readouterr().err
     assert main(["response", "--rtt", "0.2", "--drop", "1e-4", "--rate", "9.5GB"]) == 2
     assert "--rate: '9.5GB' is not a rate" in capsys.readouterr().err
+
+
+def test_the_command_checks_each_finding_on_the_model_at_a_campaigns_grid(capsys):
+    from tcpeval.cli import main
+    from tcpeval.report.claims import VERDICTS
+    assert main(["response", "--claims", "paper/claims.yaml", "--campaign", "smoke"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and all(any(line.startswith(v) for v in VERDICTS) for line in lines)
+    assert not any("\\" in line or "$" in line for line in lines)      # plain text, not LaTeX
+    assert main(["response", "--claims", "paper/claims.yaml", "--campaign", "nosuch"]) == 2
+    assert "nosuch" in capsys.readouterr().err

@@ -241,7 +241,9 @@ def _ranked(kind: str, group: pd.DataFrame, metric: str, expect: list[str]) -> b
     return False if min(e.hi for e in others) < min(e.lo for e in ours) else None
 
 
-def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
+def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str, str]:
+    """(verdict, what the cells show); an undecided verdict's text says how many
+    repetitions would decide it unless ``reps_note`` is off (the model has no repetitions)."""
     check = claim["check"]
     kind = check["type"]
     metric = check.get("metric")
@@ -274,7 +276,7 @@ def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
         if open_:
             text += f"; {open_} undecided"
         verdict = _decide(passed)
-        return verdict, text + (_reps_note(needs) if verdict == UNDECIDED else "")
+        return verdict, text + (_reps_note(needs) if verdict == UNDECIDED and reps_note else "")
 
     if kind in ("best", "worst"):
         expect = check["expect"] if isinstance(check["expect"], list) else [check["expect"]]
@@ -302,7 +304,7 @@ def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
         if not results:
             return NODATA, f"fewer than {need} variants (with {'/'.join(T.label(e) for e in expect)}) present"
         verdict = _decide(results)
-        return verdict, "; ".join(texts) + (_reps_note(needs) if verdict == UNDECIDED else "")
+        return verdict, "; ".join(texts) + (_reps_note(needs) if verdict == UNDECIDED and reps_note else "")
 
     if kind in ("greater", "close"):
         a = _select(df, {**base, **check["a"]}).dropna(subset=[metric])
@@ -316,14 +318,14 @@ def evaluate(claim: dict, df: pd.DataFrame) -> tuple[str, str]:
         if kind == "greater":
             verdict = _decide([True if diff.lo > 0 else False if diff.hi <= 0 else None])
             return verdict, text + (_reps_note([reps_to_decide(abs(diff.value), diff.hw, n)])
-                                    if verdict == UNDECIDED else "")
+                                    if verdict == UNDECIDED and reps_note else "")
         scale = max(abs(ea.value), abs(eb.value))
         tol = float(check["tolerance"])
         if scale == 0:
             return HOLDS, f"{text} (0.0\\,\\% apart)"
         gap_lo, gap_hi = max(0.0, abs(diff.value) - diff.hw) / scale, (abs(diff.value) + diff.hw) / scale
         passed = True if gap_hi <= tol else False if gap_lo > tol else None
-        note = _reps_note([reps_to_decide(abs(abs(diff.value) - tol * scale), diff.hw, n)]) if passed is None else ""
+        note = _reps_note([reps_to_decide(abs(abs(diff.value) - tol * scale), diff.hw, n)]) if passed is None and reps_note else ""
         return _decide([passed]), f"{text} ({100 * abs(diff.value) / scale:.1f}\\,\\% apart){note}"
 
     if kind == "within":
@@ -355,8 +357,9 @@ def model_cells(df: pd.DataFrame, claims: list[dict]) -> pd.DataFrame:
     rate (tcpeval.response), its interval the model's own precision; every other metric
     absent."""
     wanted = [sel for c in claims if c["check"].get("metric") in MODELED_METRICS for sel in selections(c)]
-    if not len(df) or "mean_frac" not in df or not wanted:
-        return df.iloc[0:0].copy()
+    if not len(df) or not ({"link_gbps", "mean_frac"} & set(df)) or not wanted:
+        return pd.DataFrame(columns=["criterion", "variant", "second", "rtt_ms", "drop", "n",
+                                     *MODELED_METRICS, *(f"{m}_hw" for m in MODELED_METRICS)])
     df = df.copy()
     if "link_gbps" not in df:                   # a dataset's cells: the link their fractions are of
         df["link_gbps"] = df["mean_gbps"] / df["mean_frac"].where(df["mean_frac"] > 0)
@@ -375,8 +378,8 @@ def model_cells(df: pd.DataFrame, claims: list[dict]) -> pd.DataFrame:
         modeled.append((rate, rate / link))
     out["mean_gbps"] = [m[0] for m in modeled]
     out["mean_frac"] = [m[1] for m in modeled]
-    for metric in MODELED_METRICS:
-        out[f"{metric}_hw"] = out[metric] * MODEL_RELATIVE_HW
+    for metric in MODELED_METRICS:  # without loss the model gives the link exactly
+        out[f"{metric}_hw"] = np.where(out["drop"] > 0, out[metric] * MODEL_RELATIVE_HW, 0.0)
     return out.dropna(subset=["mean_gbps"])
 
 
@@ -393,7 +396,8 @@ def model_verdicts(claims: list[dict], grid: pd.DataFrame) -> list[tuple[str, st
     """(claim id, the model's verdict, its figures) of each claim on a modeled metric, at
     the cells of ``grid`` (grid_cells)."""
     model_df = model_cells(grid, claims)
-    return [(c["id"], *evaluate(c, model_df)) for c in claims if c["check"].get("metric") in MODELED_METRICS]
+    return [(c["id"], *evaluate(c, model_df, reps_note=False)) for c in claims
+            if c["check"].get("metric") in MODELED_METRICS]
 
 
 def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> list[Verdict]:
@@ -414,7 +418,7 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
             verdict = UNDECIDED
         model, model_text = "", ""
         if model_df is not None and c["check"].get("metric") in MODELED_METRICS:
-            model, model_text = evaluate(c, model_df)
+            model, model_text = evaluate(c, model_df, reps_note=False)
         out.append(Verdict(c["id"], str(c["section"]), c["paper"], c.get("encoding", ""), verdict, ours,
                            model, model_text))
     return out

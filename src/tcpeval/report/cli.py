@@ -149,7 +149,8 @@ def cmd_response(args) -> int:
         except (OSError, C.ClaimError, spec.SpecError) as err:
             raise UserError(str(err)) from None
         for cid, verdict, text in C.model_verdicts(claims, C.grid_cells(conditions, link_bps / 1e9)):
-            print(f"{verdict:24s} {cid}: {text.replace(chr(92) + ',', ' ').replace('$' + chr(92) + 'pm$', '+-')}")
+            plain = text.replace("\\,", " ").replace("$\\pm$", "+-").replace("\\%", "%")
+            print(f"{verdict:24s} {cid}: {plain}")
         return 0
     if args.rtt is None or args.drop is None:
         raise UserError("give --rtt and --drop (one condition), or --claims (every finding)")
