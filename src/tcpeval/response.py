@@ -21,12 +21,15 @@ where one exists):
 * A round lasts the RTT, or longer while the window exceeds the bandwidth-delay product
   (the queue holds the rest); a window above BDP + buffer loses its excess (tail drop).
 * Each segment is lost independently with probability p; a round with a loss ends in one
-  reduction (fast recovery; the next round does not grow), as in tests/cc/scripted_path.py.
+  reduction (fast recovery; the next round does not grow), as in tests/cc/scripted_path.py;
+  the first ACK after it adds a segment (3.16's slow start ran while cwnd <= ssthresh).
 * Left out: timeouts, SACK and PRR details, H-TCP's bandwidth switch (it would only
   lower H-TCP's backoff factor to 0.5, which at these RTTs it already is, see below).
 
-Throughput counts segments of MSS_BYTES; the link rate caps it. A model, not an
-emulator: its figures are expectations to compare with, good to a few per cent where the
+Throughput counts the payload of segments of MSS_BYTES; the link's rate counts whole
+frames (HEADER_BYTES of Ethernet, IPv4 and TCP headers besides the payload, as the
+emulated links and a NIC do), so a flow's payload tops out at link x MSS / (MSS +
+HEADER_BYTES), 96.4 % of it. A model, not an emulator: its figures are expectations to compare with, good to a few per cent where the
 loss, not the link, limits the flow.
 """
 from __future__ import annotations
@@ -41,6 +44,7 @@ from functools import lru_cache
 from tcpeval.condition import MSS_BYTES
 
 PACKETS_PER_ACK = 2          # delayed ACKs on the paper's 3.16 receivers
+HEADER_BYTES = 14 + 20 + 20  # Ethernet, IPv4, TCP without options (timestamps off)
 HZ = 250                     # the paper's 3.16 kernels (design default `hz`)
 VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic")
 LOSS_EVENTS = 600            # reductions measured after the warm-up (about +-2 % on the mean)
@@ -261,6 +265,7 @@ class Response:
     mean_window: float         # segments, time-averaged
     loss_events: int
     link_limited: bool         # the link (or the buffer), not random loss, set the rate
+                               # (throughput_bps is payload: at most link x MSS / (MSS + HEADER_BYTES))
 
 
 def base_variant(name: str) -> str:
@@ -283,7 +288,8 @@ def response(variant: str, rtt_ms: float, drop: float, link_bps: float, *,
         raise ValueError(f"rtt_ms and link_bps must be > 0 and drop in [0, 1): {rtt_ms}, {link_bps}, {drop}")
     algo = base_variant(variant)
     rtt_s = rtt_ms / 1e3
-    link_pps = link_bps / (MSS_BYTES * 8)
+    link_pps = link_bps / ((MSS_BYTES + HEADER_BYTES) * 8)
+    payload_bps = link_pps * MSS_BYTES * 8
     bdp = link_pps * rtt_s
     ceiling = bdp * (1 + buffer_bdp)
     rng = random.Random(seed)
@@ -324,11 +330,15 @@ def response(variant: str, rtt_ms: float, drop: float, link_bps: float, *,
             continue
         if w < ssthresh:
             w *= 2                                # slow start (no HyStart in the model)
+        elif w == ssthresh:
+            # 3.16's slow start runs while cwnd <= ssthresh, and stops at ssthresh + 1:
+            # the first ACK after a recovery adds a segment (4.x made it cwnd < ssthresh)
+            w += 1 + rules.grow(w + 1, t, w / packets_per_ack - 1)
         else:
             w += rules.grow(w, t, w / packets_per_ack)
-    if seconds == 0:                              # no loss in MAX_ROUNDS: the link's rate
-        return Response(variant, rtt_ms, drop, link_bps, link_bps, ceiling, events, True)
-    rate = min(sent * MSS_BYTES * 8 / seconds, link_bps)
+    if seconds == 0:                              # no loss in MAX_ROUNDS: the link's payload rate
+        return Response(variant, rtt_ms, drop, link_bps, payload_bps, ceiling, events, True)
+    rate = min(sent * MSS_BYTES * 8 / seconds, payload_bps)
     measured = max(1, events - WARMUP_EVENTS)
     return Response(variant, rtt_ms, drop, link_bps, rate, window_time / seconds, measured,
-                    link_limited=tail > 0.5 * measured or rate >= 0.98 * link_bps)
+                    link_limited=tail > 0.5 * measured or rate >= 0.98 * payload_bps)
