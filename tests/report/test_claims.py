@@ -236,3 +236,17 @@ def test_an_undecided_check_says_how_many_repetitions_would_decide_it(check, rep
     verdict, text = C.evaluate(_claim(check), _cells(hw=0.3))
     assert verdict == C.UNDECIDED and f"about {reps} repetitions a cell would decide it" in text
     assert "repetitions" not in C.evaluate(_claim(check), _cells(hw=0.05))[1]   # decided: no note
+
+
+def test_a_line_rate_finding_failed_at_the_links_payload_ceiling_is_read_as_framing():
+    # loss-free cells: ours and the model both at 1460/1514 of a link that counts frames
+    claim = {"id": "line-rate", "section": "V", "paper": "p", "check": {
+        "type": "at_least", "metric": "mean_frac", "threshold": {"gbps": 9.48, "of_link_gbps": 9.5},
+        "where": {"criterion": "responsiveness"}}}
+    runs = _runs({"reno": [9.15, 9.16], "bic": [9.15, 9.16]})
+    runs["drop"] = 0.0
+    from tcpeval.analysis.tables import Dataset
+    verdict = C.check_all([claim], Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(),
+                                           include_flagged=False))[0]
+    assert verdict.verdict == C.FAILS and verdict.model == C.FAILS and verdict.model_link_limited
+    assert "our link's rate counts frames" in C.deviation_reading(verdict)

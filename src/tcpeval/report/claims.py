@@ -75,6 +75,7 @@ class Verdict:
     ours: str
     model: str = ""          # the same check on the response model ("" where it has no figure)
     model_text: str = ""
+    model_link_limited: bool = False   # every cell the model read is at the link's payload ceiling
 
 
 def cells(ds: T.Dataset) -> pd.DataFrame:
@@ -358,7 +359,7 @@ def model_cells(df: pd.DataFrame, claims: list[dict]) -> pd.DataFrame:
     absent."""
     wanted = [sel for c in claims if c["check"].get("metric") in MODELED_METRICS for sel in selections(c)]
     if not len(df) or not ({"link_gbps", "mean_frac"} & set(df)) or not wanted:
-        return pd.DataFrame(columns=["criterion", "variant", "second", "rtt_ms", "drop", "n",
+        return pd.DataFrame(columns=["criterion", "variant", "second", "rtt_ms", "drop", "n", "link_limited",
                                      *MODELED_METRICS, *(f"{m}_hw" for m in MODELED_METRICS)])
     df = df.copy()
     if "link_gbps" not in df:                   # a dataset's cells: the link their fractions are of
@@ -371,13 +372,15 @@ def model_cells(df: pd.DataFrame, claims: list[dict]) -> pd.DataFrame:
     modeled = []
     for (_, cell), link in zip(single.iterrows(), link_gbps):
         try:
-            rate = response.response(str(cell["variant"]), float(cell["rtt_ms"]), float(cell["drop"]),
-                                     float(link) * 1e9).throughput_bps / 1e9
+            r = response.response(str(cell["variant"]), float(cell["rtt_ms"]), float(cell["drop"]),
+                                  float(link) * 1e9)
+            rate, limited = r.throughput_bps / 1e9, r.link_limited
         except ValueError:                      # a variant the model does not know
-            rate = np.nan
-        modeled.append((rate, rate / link))
+            rate, limited = np.nan, False
+        modeled.append((rate, rate / link, limited))
     out["mean_gbps"] = [m[0] for m in modeled]
     out["mean_frac"] = [m[1] for m in modeled]
+    out["link_limited"] = [m[2] for m in modeled]
     for metric in MODELED_METRICS:  # without loss the model gives the link exactly
         out[f"{metric}_hw"] = np.where(out["drop"] > 0, out[metric] * MODEL_RELATIVE_HW, 0.0)
     return out.dropna(subset=["mean_gbps"])
@@ -416,11 +419,13 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
             ours = (f"{len(missing)} cell(s) not run at this budget (up to {need:.0f}\\,min each needed, "
                     f"{missing[0]['max_s'] / 60:.0f}\\,min allowed)" + (f"; {ours}" if verdict != NODATA else ""))
             verdict = UNDECIDED
-        model, model_text = "", ""
+        model, model_text, limited = "", "", False
         if model_df is not None and c["check"].get("metric") in MODELED_METRICS:
             model, model_text = evaluate(c, model_df, reps_note=False)
+            read = pd.concat([_select(model_df, sel) for sel in selections(c)])
+            limited = bool(len(read)) and bool(read["link_limited"].all())
         out.append(Verdict(c["id"], str(c["section"]), c["paper"], c.get("encoding", ""), verdict, ours,
-                           model, model_text))
+                           model, model_text, limited))
     return out
 
 
@@ -463,20 +468,29 @@ def table(verdicts: list[Verdict], note: str = "") -> str:
     response model's verdict; ``note`` (scale_note) above it, the deviations (deviations)
     below."""
     mark = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{does not hold}", UNDECIDED: r"\textit{undecided}",
-            NODATA: r"\textit{not enough data}", "": "--"}
+            NODATA: r"\textit{not enough data}"}
+    short = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{no}", UNDECIDED: r"\textit{undecided}",
+             NODATA: r"\textit{n/a}", "": "--"}   # the narrow model column
     lines = [r"\begin{longtable}{@{}p{0.05\linewidth}p{0.31\linewidth}p{0.13\linewidth}p{0.31\linewidth}"
              r"p{0.12\linewidth}@{}}",
              r"\toprule", r"Sec. & Published finding (paraphrased) & Verdict & Our data & Response model \\",
              r"\midrule", r"\endhead", r"\bottomrule", r"\endfoot"]
     for v in verdicts:
         finding = escape(v.paper) + (f" \\emph{{Check: {escape(v.check)}}}" if v.check else "")
-        lines.append(f"{escape(v.section)} & {finding} & {mark[v.verdict]} & {v.ours} & {mark[v.model]} \\\\")
+        lines.append(f"{escape(v.section)} & {finding} & {mark[v.verdict]} & {v.ours} & {short[v.model]} \\\\")
     lines.append(r"\end{longtable}")
     return note + "\n".join(lines) + "\n" + deviations(verdicts)
 
 
 def deviation_reading(v: Verdict) -> str:
     """What a finding that does not hold on our runs means, given the model's verdict."""
+    if v.model == FAILS and v.model_link_limited:
+        mss, frame = response.MSS_BYTES, response.MSS_BYTES + response.HEADER_BYTES
+        return (f"at these cells the model gives the link's payload ceiling and no more ({mss} "
+                f"payload bytes of every {frame} on the wire): the published figure is one of "
+                "payload against a payload ceiling (the original NICs' most without jumbo "
+                "frames), while our link's rate counts frames, so the finding as encoded cannot "
+                "hold here whatever the algorithm")
     if v.model == FAILS:
         return ("the response model does not support the published finding either: no "
                 "loss-based response of these algorithms gives it at this condition")
