@@ -101,11 +101,16 @@ def _hstcp_bands() -> tuple[tuple[int, int], ...]:
     return bands
 
 
+@lru_cache(maxsize=1)
+def _hstcp_bounds() -> list[int]:
+    return [bound for bound, _md in _hstcp_bands()]
+
+
 class _HighSpeed(_Reno):
     """3.16 HighSpeed: in band i (the smallest whose bound is at least cwnd) i + 1
     segments per window of ACKs, the window minus md/256 of it on loss."""
     def _band(self, w: float) -> int:
-        bounds = [bound for bound, _md in _hstcp_bands()]
+        bounds = _hstcp_bounds()      # every round asks: the list is built once
         return min(bisect.bisect_left(bounds, w), len(bounds) - 1)
 
     def grow(self, w, t, acks):

@@ -14,14 +14,19 @@ pytestmark = pytest.mark.root
 MAX_S = 40.0
 
 
-def test_a_run_stops_once_its_mean_and_quartiles_are_precise_and_records_why(rate, tmp_path):
+def _precision_run(variant: str, rtt_ms: float, drop: float, rule: StopRule, rate: float, out) -> dict:
+    """One precision-driven run of `variant` at the test rate, undilated; its trace record."""
     from tcpeval.backends import get_backend
 
     backend = get_backend("emulated", progress=False, lock_timeout_s=900)
-    rule = StopRule(half_width=0.1, max_s=MAX_S, min_loss_events=50)
+    cond = adhoc_condition([variant], rtt_ms, drop, rule.max_s, rate_bps=rate, seed=1, dilation=1, stop=rule)
+    return backend.run(cond, out)
+
+
+def test_a_run_stops_once_its_mean_and_quartiles_are_precise_and_records_why(rate, tmp_path):
     # reno at 2.2 ms, 1e-3: a loss event every few RTTs, so +-10 % in well under MAX_S
-    cond = adhoc_condition(["reno"], 2.2, 1e-3, MAX_S, rate_bps=rate, seed=1, dilation=1, stop=rule)
-    record = backend.run(cond, tmp_path / "run")
+    rule = StopRule(half_width=0.1, max_s=MAX_S, min_loss_events=50)
+    record = _precision_run("reno", 2.2, 1e-3, rule, rate, tmp_path / "run")
     p = record["measured"]["precision"]
     assert p["stopped_early"] and p["precision_reached"] and p["why"] == "precision reached", p
     assert p["stopped_at_s"] < MAX_S and p["loss_events"] >= 50
@@ -39,14 +44,10 @@ def test_a_run_stops_once_its_mean_and_quartiles_are_precise_and_records_why(rat
 
 
 def test_a_run_that_is_precise_within_seconds_still_has_its_second_half(rate, tmp_path):
-    from tcpeval.backends import get_backend
-
-    backend = get_backend("emulated", progress=False, lock_timeout_s=900)
     # bic at 0.2 ms, 1e-2: hundreds of loss events a second; +-5 % in a few seconds (6 s at
     # 0.5 Gbps: the run then failed, no counter snapshot lying before its middle)
     rule = StopRule(half_width=0.05, max_s=MAX_S, min_loss_events=100)
-    cond = adhoc_condition(["bic"], 0.2, 1e-2, MAX_S, rate_bps=rate, seed=1, dilation=1, stop=rule)
-    record = backend.run(cond, tmp_path / "run")
+    record = _precision_run("bic", 0.2, 1e-2, rule, rate, tmp_path / "run")
     p = record["measured"]["precision"]
     assert p["stopped_early"] and p["stopped_at_s"] < 15, p["why"]
     steady = record["measured"]["link_steady"]
