@@ -386,13 +386,15 @@ def model_cells(df: pd.DataFrame, claims: list[dict]) -> pd.DataFrame:
     return out.dropna(subset=["mean_gbps"])
 
 
-def grid_cells(conditions, link_gbps: float) -> pd.DataFrame:
-    """The single-flow cells of a campaign's conditions (no runs needed) on a link of
-    link_gbps: what `model_cells` needs to give the model's verdicts at a campaign's grid."""
-    rows = {(c.criterion, c.flows[0].variant, float(c.rtt_ms), float(c.drop))
+def grid_cells(conditions, default_link_gbps: float) -> pd.DataFrame:
+    """The single-flow cells of a campaign's conditions (no runs needed), each on its own
+    link rate (default_link_gbps where a condition leaves it to the backend): what
+    `model_cells` needs to give the model's verdicts at a campaign's grid."""
+    rows = {(c.criterion, c.flows[0].variant, float(c.rtt_ms), float(c.drop),
+             c.rate_bps / 1e9 if c.rate_bps else default_link_gbps)
             for c in conditions if len(c.flows) == 1}
-    return pd.DataFrame([dict(criterion=cr, variant=v, second="", rtt_ms=r, drop=d, n=1, link_gbps=link_gbps)
-                         for cr, v, r, d in sorted(rows)])
+    return pd.DataFrame([dict(criterion=cr, variant=v, second="", rtt_ms=r, drop=d, n=1, link_gbps=link)
+                         for cr, v, r, d, link in sorted(rows)])
 
 
 def model_verdicts(claims: list[dict], grid: pd.DataFrame) -> list[tuple[str, str, str]]:
@@ -498,7 +500,8 @@ def deviation_reading(v: Verdict) -> str:
         return ("the response model supports the published finding: our runs should have "
                 "reproduced it, so the emulator or the port is suspect here")
     if v.model == UNDECIDED:
-        return "the response model cannot separate the compared figures (within its 3\\,\\% precision)"
+        return (f"the response model cannot separate the compared figures (within its "
+                f"{100 * MODEL_RELATIVE_HW:g}\\,\\% precision)")
     return "the response model has no figure for this metric"
 
 

@@ -305,7 +305,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--variant", action="append", help="one variant (repeatable; default: the six)")
     p.add_argument("--rtt", type=float, help="RTT in ms (one condition)")
     p.add_argument("--drop", type=float, help="per-packet drop probability (one condition)")
-    p.add_argument("--rate", default="9.5G", help="link rate, e.g. 9.5G (default: the paper's)")
+    p.add_argument("--rate", default="9.5G",
+                   help="link rate, e.g. 9.5G (default: the paper's); with --claims only where a "
+                        "condition of the campaign has none of its own")
     p.add_argument("--claims", help="check each finding on the model at --campaign's grid instead")
     p.add_argument("--campaign", default="paper", help="with --claims: whose grid (default: paper)")
     p.add_argument("--design", help="with --claims: the design (default: config/design.yaml)")
