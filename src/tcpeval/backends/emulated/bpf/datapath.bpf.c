@@ -102,15 +102,54 @@ int tev_dropper(struct __sk_buff *skb)
 	return decide(skb->len) ? TC_ACT_SHOT : TC_ACT_UNSPEC;
 }
 
-/* Marks the frame's TCP segment so the kernel never merges neighbours (segment_mark.h);
- * 0 when the frame is too short for Ethernet + a 20-byte IPv4 header (left alone). */
-static __always_inline int mark_frame(struct __sk_buff *skb)
+/* The segment mark's turns (segment_mark.h): TCP segments marked so far per place, a
+ * device and a direction (a receiver's link carries one flow each way: its data leaving
+ * through the drop stage, its ACKs entering the switch). 64 places: plan.MAX_FLOWS is 16,
+ * and a pair uses at most three (drop stage, sender port, receiver port). A lock, not an
+ * atomic add: BPF's fetch-and-add needs ISA v3, which the rest of the object does not. */
+struct mark_turns {
+	__u32 count;
+	struct bpf_spin_lock lock;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);   /* ifindex << 1 | 1 at a switch port's ingress, | 0 at an egress */
+	__type(value, struct mark_turns);
+} tev_mark_turns SEC(".maps");
+
+/* The parity of the next TCP segment's turn at `place`; the IP ID's parity if the map is
+ * full (it is sized so it never is) */
+static __always_inline __u32 next_turn(__u32 place, const __u8 *ip)
+{
+	struct mark_turns zero = {}, *t = bpf_map_lookup_elem(&tev_mark_turns, &place);
+	__u32 turn;
+
+	if (!t) {
+		bpf_map_update_elem(&tev_mark_turns, &place, &zero, BPF_NOEXIST);
+		t = bpf_map_lookup_elem(&tev_mark_turns, &place);
+		if (!t)
+			return ip[5] & 1;
+	}
+	bpf_spin_lock(&t->lock);
+	turn = t->count++;
+	bpf_spin_unlock(&t->lock);
+	return turn & 1;
+}
+
+/* Marks the frame's TCP segment so the kernel never merges neighbours (segment_mark.h),
+ * taking the next turn at `place`; 0 when the frame is too short for Ethernet + a 20-byte
+ * IPv4 header (left alone). */
+static __always_inline int mark_frame(struct __sk_buff *skb, __u32 place)
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	__u8 *ip = (__u8 *)data + sizeof(struct ethhdr);
 
-	if (data + sizeof(struct ethhdr) + 20 > end)
+	if ((void *)(ip + 20) > end)
 		return 0;
-	mark_segment((__u8 *)data + sizeof(struct ethhdr));
+	if (segment_is_tcp(ip))
+		mark_segment(ip, next_turn(place, ip));
 	return 1;
 }
 
@@ -163,7 +202,7 @@ int tev_drop_stage(struct __sk_buff *skb)
 		return TC_ACT_UNSPEC;
 	if (decide(skb->len))
 		return TC_ACT_SHOT;
-	mark_frame(skb);
+	mark_frame(skb, skb->ifindex << 1);
 	clear_push(skb); /* after mark_frame: its helpers invalidate direct packet pointers */
 	return TC_ACT_UNSPEC;
 }
@@ -219,8 +258,10 @@ int tev_l2fwd(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	__builtin_memcpy(eth->h_dest, e->dst, 6);
 	__builtin_memcpy(eth->h_source, e->src, 6);
-	if (skb->gso_segs <= 1) /* a TSO frame is marked per segment by the drop stage */
-		mark_segment((__u8 *)data + sizeof(*eth));
+	/* a TSO frame is marked per segment by the drop stage, and so is every data segment
+	 * again: this mark is the one the ACKs keep */
+	if (skb->gso_segs <= 1 && segment_is_tcp(data + sizeof(*eth)))
+		mark_segment((__u8 *)data + sizeof(*eth), next_turn(skb->ifindex << 1 | 1, data + sizeof(*eth)));
 	/* A clone goes on, the sender's own frame ends here. A frame that crossed the veth
 	 * still belongs to its sender's socket, and a redirect keeps it so: TCP small queues
 	 * then count the whole bottleneck queue as the sender's own and hold it to about a
@@ -239,7 +280,7 @@ int tev_l2fwd(struct __sk_buff *skb)
 SEC("tc")
 int tev_mark_test(struct __sk_buff *skb)
 {
-	if (!mark_frame(skb))
+	if (!mark_frame(skb, skb->ifindex << 1))
 		return TC_ACT_SHOT;
 	clear_push(skb);
 	return TC_ACT_OK;

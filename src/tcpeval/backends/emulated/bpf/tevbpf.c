@@ -7,9 +7,10 @@
  *   tevbpf read MAP_ID                             -> all registers as JSON
  *   tevbpf read MAP_ID OFFSET                      -> one register, like rdaxi: "0xOFF = 0xVALUE"
  *   tevbpf testrun OBJ SEED THRESHOLD N            BPF_PROG_TEST_RUN N packets
- *   tevbpf marktest OBJ HEXFRAME                   BPF_PROG_TEST_RUN of the drop stage's frame
+ *   tevbpf marktest OBJ HEXFRAME ...               BPF_PROG_TEST_RUN of the drop stage's frame
  *                                                  edits (segment mark, PSH on full-sized segments)
- *                                                  on one frame -> the frame out, in hex
+ *                                                  on frames of one link, in turn -> each frame
+ *                                                  out, in hex, a line each
  *   tevbpf fwd OBJ IFNAME IPv4=OUTIF,DSTMAC,SRCMAC ...
  *                                                  the switch's L2 forwarding (tev_l2fwd) at
  *                                                  IFNAME's tc ingress, after the dropper
@@ -299,29 +300,38 @@ static int cmd_testrun(int argc, char **argv)
 static int cmd_marktest(int argc, char **argv)
 {
 	unsigned char in[2048], out[2048];
-	size_t n = 0;
-	if (argc != 4 || strlen(argv[3]) % 2 || strlen(argv[3]) / 2 > sizeof(in)) {
-		fprintf(stderr, "usage: tevbpf marktest OBJ HEXFRAME (at most %zu bytes)\n", sizeof(in));
+	if (argc < 4) {
+		fprintf(stderr, "usage: tevbpf marktest OBJ HEXFRAME ... (at most %zu bytes each)\n", sizeof(in));
 		return 2;
-	}
-	for (const char *h = argv[3]; *h; h += 2) {
-		unsigned v;
-		if (sscanf(h, "%2x", &v) != 1)
-			die("bad hex frame", EINVAL);
-		in[n++] = (unsigned char)v;
 	}
 	struct bpf_object *obj = open_load(argv[2]);
 	struct bpf_program *prog = bpf_object__find_program_by_name(obj, "tev_mark_test");
 	if (!prog)
 		die("object lacks tev_mark_test", ENOENT);
-	LIBBPF_OPTS(bpf_test_run_opts, topts, .data_in = in, .data_size_in = (uint32_t)n,
-		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
-	if (bpf_prog_test_run_opts(bpf_program__fd(prog), &topts))
-		die("test_run", errno);
-	for (uint32_t i = 0; i < topts.data_size_out; i++)
-		printf("%02x", out[i]);
-	printf("\n");
-	return topts.retval == 0 ? 0 : 1;
+	int rc = 0;
+	for (int a = 3; a < argc; a++) {
+		size_t n = 0;
+		if (strlen(argv[a]) % 2 || strlen(argv[a]) / 2 > sizeof(in)) {
+			fprintf(stderr, "tevbpf marktest: frame %d: odd length or over %zu bytes\n", a - 2, sizeof(in));
+			return 2;
+		}
+		for (const char *h = argv[a]; *h; h += 2) {
+			unsigned v;
+			if (sscanf(h, "%2x", &v) != 1)
+				die("bad hex frame", EINVAL);
+			in[n++] = (unsigned char)v;
+		}
+		/* the frames share the program's map, so they take the mark's turns in order */
+		LIBBPF_OPTS(bpf_test_run_opts, topts, .data_in = in, .data_size_in = (uint32_t)n,
+			    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+		if (bpf_prog_test_run_opts(bpf_program__fd(prog), &topts))
+			die("test_run", errno);
+		for (uint32_t i = 0; i < topts.data_size_out; i++)
+			printf("%02x", out[i]);
+		printf("\n");
+		rc |= topts.retval != 0;
+	}
+	return rc;
 }
 
 int main(int argc, char **argv)

@@ -7,7 +7,7 @@
  *                 [--rate-bps R --buffer-bytes B --data-in IF [...] --data-route IPv4=IF,DST,SRC [...]]
  *   tevdelay echo PORT
  *   tevdelay probe IPv4 PORT COUNT INTERVAL_US
- *   tevdelay marktest HEXFRAME        the segment mark on one frame -> the frame, in hex
+ *   tevdelay marktest HEXFRAME ...    the segment mark on frames of one route -> each frame, in hex
  *
  * Why this design (kernel without sch_netem/sch_fq/etf): the delay sits on the reverse
  * (ACK) path, where packets are few and small. Each input port has an AF_PACKET
@@ -96,6 +96,7 @@ struct route {
 	uint32_t ip; /* network order */
 	int ifindex;
 	uint8_t dst[6], src[6];
+	uint32_t turns; /* TCP segments it has carried: the segment mark's turns */
 };
 
 static int parse_mac(const char *s, uint8_t m[6])
@@ -220,7 +221,8 @@ static void address_frame(struct route *rt, uint8_t *eth, void *base, size_t len
 {
 	memcpy(eth, rt->dst, 6);
 	memcpy(eth + 6, rt->src, 6);
-	mark_segment(eth + 14);
+	if (segment_is_tcp(eth + 14))
+		mark_segment(eth + 14, rt->turns++ & 1);
 	*addr = (struct sockaddr_ll){.sll_family = AF_PACKET, .sll_ifindex = rt->ifindex, .sll_halen = 6};
 	memcpy(addr->sll_addr, rt->dst, 6);
 	*iov = (struct iovec){.iov_base = base, .iov_len = len};
@@ -783,20 +785,26 @@ static int cmd_probe(int argc, char **argv)
 
 static int cmd_marktest(int argc, char **argv)
 {
-	uint8_t f[256] = {0};
-	size_t n = 0;
-	if (argc != 3 || strlen(argv[2]) % 2 || strlen(argv[2]) / 2 > sizeof(f) || strlen(argv[2]) < 68)
+	struct route rt = {0};
+	if (argc < 3)
 		return 2;
-	for (const char *h = argv[2]; *h; h += 2) {
-		unsigned v;
-		if (sscanf(h, "%2x", &v) != 1)
+	for (int a = 2; a < argc; a++) {
+		uint8_t f[256] = {0};
+		size_t n = 0;
+		if (strlen(argv[a]) % 2 || strlen(argv[a]) / 2 > sizeof(f) || strlen(argv[a]) < 68)
 			return 2;
-		f[n++] = (uint8_t)v;
+		for (const char *h = argv[a]; *h; h += 2) {
+			unsigned v;
+			if (sscanf(h, "%2x", &v) != 1)
+				return 2;
+			f[n++] = (uint8_t)v;
+		}
+		if (segment_is_tcp(f + 14))
+			mark_segment(f + 14, rt.turns++ & 1);
+		for (size_t i = 0; i < n; i++)
+			printf("%02x", f[i]);
+		printf("\n");
 	}
-	mark_segment(f + 14);
-	for (size_t i = 0; i < n; i++)
-		printf("%02x", f[i]);
-	printf("\n");
 	return 0;
 }
 

@@ -7,26 +7,33 @@
  * backlog ran. Kernels since 5.0 merge consecutive backlogged segments -- and pure ACKs --
  * into one, so a busy reader ACKs once per dozens of segments and a busy sender counts one
  * ACK for dozens: stretch ACKs that slow every algorithm counting ACKs (3.16 Reno,
- * Scalable, HS-TCP). The merge requires equal IP DS fields (tcp_add_backlog), so data
- * segments (drop stage; the switch for frames that are already wire packets) and ACKs
- * (delay line) get the lowest DSCP bit from the IP ID's parity: the kernel numbers a
- * flow's segments consecutively (also when it segments a TSO frame), so neighbours always
- * differ and are never merged. ECN bits are untouched; the header checksum is updated
- * incrementally (RFC 1624). */
+ * Scalable, HS-TCP). The merge requires equal IP DS fields (tcp_add_backlog), so each TCP
+ * segment gets the lowest DSCP bit in turns: the caller counts the segments of one flow
+ * where they leave the last hop before their receiver (the drop stage: per link; the
+ * delay line: per route) and passes the count's parity, so neighbours in arrival order
+ * always differ and are never merged. The IP ID's parity, used before, is not enough: a
+ * retransmission lost between two segments of a flow leaves its neighbours with IDs of
+ * equal parity (a merge in a CI run, once in some 10^5 segments). ECN bits are untouched;
+ * the header checksum is updated incrementally (RFC 1624). */
 #ifndef TEV_SEGMENT_MARK_H
 #define TEV_SEGMENT_MARK_H
 
 #define TEV_SEGMENT_MARK 0x04 /* lowest DSCP bit of the TOS byte */
 
-/* ip: the first 12 bytes of an IPv4 header, writable */
-static inline __attribute__((always_inline)) void mark_segment(unsigned char *ip)
+/* ip: the first 12 bytes of an IPv4 header */
+static inline __attribute__((always_inline)) int segment_is_tcp(const unsigned char *ip)
 {
-	unsigned char tos = (unsigned char)((ip[1] & ~TEV_SEGMENT_MARK) |
-					    ((ip[5] & 1) ? TEV_SEGMENT_MARK : 0));
+	return ip[9] == 6;
+}
+
+/* ip: the first 12 bytes of an IPv4 header, writable; odd: the segment's turn in its flow */
+static inline __attribute__((always_inline)) void mark_segment(unsigned char *ip, unsigned int odd)
+{
+	unsigned char tos = (unsigned char)((ip[1] & ~TEV_SEGMENT_MARK) | ((odd & 1) ? TEV_SEGMENT_MARK : 0));
 	unsigned short check;
 	unsigned int sum;
 
-	if (ip[9] != 6 /* TCP */ || tos == ip[1])
+	if (!segment_is_tcp(ip) || tos == ip[1])
 		return;
 	check = (unsigned short)(ip[10] << 8 | ip[11]);
 	sum = (unsigned int)(~check & 0xffff) + (unsigned int)(~(ip[0] << 8 | ip[1]) & 0xffff) +
