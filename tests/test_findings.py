@@ -56,8 +56,9 @@ def test_the_findings_campaign_runs_exactly_the_cells_the_claims_read(design):
             if findings.needed(dict(zip(("criterion", "variant", "second", "rtt_ms", "drop"), c)), claims)}
     assert read == cells | unrun and not cells & unrun
     assert ("responsiveness", "reno", "", 24.2, 1e-4) not in read        # no finding reads it
-    # at the paper's rate; the loss-event rule sets the length, the link-limited cells run 30 s
-    assert {r.rate_bps for r in runs} == {9.5e9}
+    # on the paper's link (9.85 Gbit/s of frames, 9.5 of payload); the loss-event rule sets
+    # the length, the link-limited cells run 30 s
+    assert {r.rate_bps for r in runs} == {9.85e9}
     resp = {(r.rtt_ms, r.drop): r.duration_s for r in runs if r.criterion == "responsiveness"}
     assert resp[(0.2, 1e-7)] == 30 and resp[(0.2, 0.0)] == 30 and 30 < resp[(24.2, 1e-2)] <= 300
     assert all(c["needed_s"] > c["max_s"] for c in spec.not_run(design, "findings"))

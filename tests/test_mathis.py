@@ -22,8 +22,9 @@ def test_loss_events_follow_the_model_below_the_link_and_the_link_above_it():
     # below the link: p * B / (8 MSS) = sqrt(p) * C / RTT
     assert mathis.loss_events_per_s(24.2, 1e-5, 9.5e9) == pytest.approx(
         math.sqrt(1e-5) * math.sqrt(0.75) / 0.0242, rel=1e-9)
-    # 0.2 ms, 1e-5: the model (15.9 Gbps) is above a 9.5 Gbps link
-    assert mathis.loss_events_per_s(0.2, 1e-5, 9.5e9) == pytest.approx(1e-5 * 9.5e9 / (8 * 1460))
+    # 0.2 ms, 1e-5: the model (15.9 Gbps) is above the paper's link, which carries one
+    # 1514-byte frame per 1460-byte segment: p times its packets per second
+    assert mathis.loss_events_per_s(0.2, 1e-5, 9.85e9) == pytest.approx(1e-5 * 9.85e9 / (8 * 1514))
 
 
 @pytest.mark.parametrize("rtt, p", [(24.2, 1e-5), (6.2, 1e-4), (0.2, 1e-2), (12.2, 1e-3)])

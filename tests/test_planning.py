@@ -15,8 +15,8 @@ SLOW_HOST = planning.Ceiling(rate_bps=0.3e9, default_rate_bps=0.3e9, source="tes
 def test_a_paper_run_on_a_slow_host_is_dilated_and_costs_its_factor_in_wall_time(design):
     run = spec.expand(design, "paper")[0]
     p = planning.plan_run(run, SLOW_HOST)
-    assert p.factor == 32 and p.traffic_s == 900
-    assert p.wall_s == pytest.approx(900 * 32 + planning.RUN_OVERHEAD_S)
+    assert p.factor == 33 and p.traffic_s == 900                # 9.85 / 0.3 = 32.8
+    assert p.wall_s == pytest.approx(900 * 33 + planning.RUN_OVERHEAD_S)
 
 
 def test_a_run_at_the_hosts_default_rate_is_not_dilated(design):
@@ -75,13 +75,13 @@ def test_makespan_puts_the_longest_runs_first_on_the_node_that_frees_up_first():
 
 
 def test_a_jobs_time_limit_covers_its_dilated_run_and_retries(design):
-    run = spec.expand(design, "paper")[0]                      # 900 s at 9.5 Gbps
+    run = spec.expand(design, "paper")[0]                      # 900 s at 9.85 Gbps
     fast = planning.given_ceiling("10G")
     assert planning.time_limit_min(run, fast) == -(-(900 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN // 60)
     # a login node knows no calibration: an `auto` run is planned at the largest factor
     blind = planning.node_ceiling(None)
     assert planning.time_limit_min(run, blind) == -(-(900 * 64 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN // 60)
-    assert planning.time_limit_min(run, SLOW_HOST) == -(-(900 * 32 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN // 60)
+    assert planning.time_limit_min(run, SLOW_HOST) == -(-(900 * 33 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN // 60)
 
 
 def test_plan_prints_the_wall_time_on_each_node_count(capsys):
@@ -103,8 +103,9 @@ def test_plan_refuses_a_rate_it_cannot_read_and_a_node_count_below_one(capsys):
 
 
 def test_with_an_envelope_each_run_gets_the_factor_of_its_own_physical_path(design):
-    # faithful 1.4 Gbps at 0.2 ms falling to 0.7 at 193.6 ms: a 9.5 Gbps run at 0.2 ms
-    # needs k = 7 (1.36 Gbps at 1.4 ms), one at 24.2 ms a larger k (its path is k x longer)
+    # faithful 1.4 Gbps at 0.2 ms falling to 0.7 at 193.6 ms: a 9.85 Gbps run at 0.2 ms
+    # needs k = 8 (1.23 Gbps at 1.6 ms; k = 7 would be 1.41), one at 24.2 ms a larger k
+    # (its path is k x longer)
     cal = {"links": ["tevlink"], "points": [
         {"flows": f, "rtt_ms": r, "faithful": {"tevlink": {"rate_bps": v}}}
         for f in (1, 2) for r, v in ((0.2, 1.4e9), (2.2, 1.4e9), (24.2, 1.0e9), (193.6, 0.7e9))]}
@@ -112,9 +113,9 @@ def test_with_an_envelope_each_run_gets_the_factor_of_its_own_physical_path(desi
     runs = [r for r in spec.expand(design, "paper") if r.criterion == "responsiveness"]
     short = next(r for r in runs if r.rtt_ms == 0.2)
     long = next(r for r in runs if r.rtt_ms == 24.2)
-    assert planning.plan_run(short, ceil).factor == 7
+    assert planning.plan_run(short, ceil).factor == 8
     k = planning.plan_run(long, ceil).factor
-    assert k == 14  # 0.68 Gbps at 339 ms: beyond the grid, its longest point (0.7)
+    assert k == 15  # 0.66 Gbps at 363 ms: beyond the grid, its longest point (0.7)
     from tcpeval.backends.emulated import calibrate
-    assert 9.5e9 / k <= calibrate.envelope_rate(cal, "tevlink", 1, 24.2 * k)
-    assert 9.5e9 / (k - 1) > calibrate.envelope_rate(cal, "tevlink", 1, 24.2 * (k - 1))
+    assert long.rate_bps / k <= calibrate.envelope_rate(cal, "tevlink", 1, 24.2 * k)
+    assert long.rate_bps / (k - 1) > calibrate.envelope_rate(cal, "tevlink", 1, 24.2 * (k - 1))

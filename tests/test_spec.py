@@ -240,7 +240,7 @@ def test_a_loss_event_rule_runs_its_minimum_without_loss_and_stops_at_its_maximu
 # --------------------------------------------------------------------- time dilation
 def test_the_paper_campaign_asks_for_the_papers_rate_and_lets_dilation_choose(design):
     runs = spec.expand(design, "paper")
-    assert {r.rate_bps for r in runs} == {9.5e9} and {r.dilation for r in runs} == {"auto"}
+    assert {r.rate_bps for r in runs} == {9.85e9} and {r.dilation for r in runs} == {"auto"}
     # smoke and quick stay at the host's calibrated rate: minutes, not days
     assert {r.rate_bps for r in spec.expand(design, "smoke")} == {None}
 

@@ -23,6 +23,19 @@ UDP = "udp"  # the variant name of a UDP cross-traffic flow
 # The paper's segment: a 1500-byte MTU less 20 (IP) and 20 (TCP), timestamps off (its
 # Sec. IV: they were deactivated to leave the bytes to payload).
 MSS_BYTES = 1460
+# What a frame carries besides the segment's payload, as the link counts it: Ethernet,
+# IPv4 and TCP headers without options. A link rate counts frames (the emulated links
+# shape them, as a NIC's line rate less preamble and gap does), a throughput counts
+# payload: a flow carries at most PAYLOAD_SHARE of its link.
+HEADER_BYTES = 14 + 20 + 20
+PAYLOAD_SHARE = MSS_BYTES / (MSS_BYTES + HEADER_BYTES)
+
+
+def payload_ceiling_bps(link_bps: float) -> float:
+    """The most payload a link of ``link_bps`` (frames) carries: what the original's
+    "9.5 Gbit/s available" was (its NICs' most without jumbo frames), and what the
+    fractions of the link the analysis reports are of."""
+    return link_bps * PAYLOAD_SHARE
 
 
 def flow_rule_problems(*, protocol: str = "tcp", variant: str | None = None, rate_given: bool | None = None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from tcpeval.condition import MSS_BYTES  # the paper's segment (1460: timestamps off)
+from tcpeval.condition import MSS_BYTES, payload_ceiling_bps
 
 PACKETS_PER_ACK = 2       # delayed ACKs
 BAND = 0.4                # the issue's acceptance band: the model +-40 %
@@ -34,9 +34,10 @@ def throughput_bps(rtt_ms: float, p: float, *, mss_bytes: int = MSS_BYTES,
 
 def loss_events_per_s(rtt_ms: float, p: float, link_bps: float, *,
                       mss_bytes: int = MSS_BYTES) -> float:
-    """Packets lost per second at the model's rate, or at the link's if that is lower.
-    (With random loss at rate p, about one loss event per lost packet.)"""
-    rate = min(throughput_bps(rtt_ms, p, mss_bytes=mss_bytes), link_bps)
+    """Packets lost per second at the model's rate, or at the link's payload ceiling if
+    that is lower (link_bps counts frames). (With random loss at rate p, about one loss
+    event per lost packet.)"""
+    rate = min(throughput_bps(rtt_ms, p, mss_bytes=mss_bytes), payload_ceiling_bps(link_bps))
     return p * rate / (mss_bytes * 8)
 
 

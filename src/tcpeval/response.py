@@ -41,10 +41,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tcpeval.condition import MSS_BYTES
+from tcpeval.condition import HEADER_BYTES, MSS_BYTES
 
 PACKETS_PER_ACK = 2          # delayed ACKs on the paper's 3.16 receivers
-HEADER_BYTES = 14 + 20 + 20  # Ethernet, IPv4, TCP without options (timestamps off)
 HZ = 250                     # the paper's 3.16 kernels (design default `hz`)
 VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic")
 LOSS_EVENTS = 600            # reductions measured after the warm-up (about +-2 % on the mean)

@@ -64,10 +64,10 @@ def _runs(values_by_variant: dict, **extra) -> pd.DataFrame:
     for variant, values in values_by_variant.items():
         for rep, v in enumerate(values, start=1):
             rows.append(dict(criterion="responsiveness", variant=variant, second=None, rtt_ms=0.2, drop=1e-4,
-                             rep=rep, mean_bps=v * 1e9, link_rate_bps=9.5e9, q25_bps=v * 1e9, q50_bps=v * 1e9,
+                             rep=rep, mean_bps=v * 1e9, link_rate_bps=9.85e9, q25_bps=v * 1e9, q50_bps=v * 1e9,
                              q75_bps=v * 1e9, utilisation_bps=float("nan"), flow1_bps=float("nan"),
                              flow2_bps=float("nan"), spread_bps=float("nan"), ubar_bps=float("nan"),
-                             jain=float("nan"), utilisation_frac=float("nan"), conv_time_s=float("nan"), mean_frac=v / 9.5,
+                             jain=float("nan"), utilisation_frac=float("nan"), conv_time_s=float("nan"), mean_frac=v / 9.5,  # of 9.85's payload ceiling
                              **extra))
     return pd.DataFrame(rows)
 
@@ -125,12 +125,12 @@ def test_verdicts_by_campaign_have_a_column_per_campaign_with_results(smoke_resu
     n_claims = len(C.load_claims("paper/claims.yaml"))
     findings_table = text.split("\\end{longtable}")[0]
     assert findings_table.count("\\\\\n") - 1 == n_claims     # header + one row per claim
-    # the lead names the columns at the paper's scale (the synthetic smoke traces are at
-    # 9.5 Gbit/s); the scale table has smoke's row
+    # the lead names the columns at the paper's scale (the synthetic smoke traces are on
+    # the paper's link, 9.85 Gbit/s of frames); the scale table has smoke's row
     assert text.startswith("Verdicts at the paper's scale come first (\\texttt{smoke}")
     scale_row = next(line for line in text.splitlines() if line.startswith("\\texttt{smoke} & "))
     link, k, ran, reps, runs = scale_row.removesuffix(" \\\\").split(" & ")[1:]
-    assert link == "9.5" and reps == "1" and int(runs) > 0
+    assert link == "9.85" and reps == "1" and int(runs) > 0
 
 
 def test_a_campaigns_scale_is_its_link_dilation_run_lengths_and_repetitions():
@@ -142,10 +142,10 @@ def test_a_campaigns_scale_is_its_link_dilation_run_lengths_and_repetitions():
     runs["stopped_early"] = [True, True, False, False, True]
     scale = C.campaign_scale(Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(),
                                      include_flagged=False))
-    assert scale.cells() == ["9.5", "10--12", "30--300 (3 stopped early)", "2--3", "5"]
+    assert scale.cells() == ["9.85", "10--12", "30--300 (3 stopped early)", "2--3", "5"]
     text = C.by_campaign({"findings": [], "smoke": []}, [], ["findings"], {"findings": scale, "smoke": None})
     assert text.startswith("Verdicts at the paper's scale come first (\\texttt{findings}")
-    assert "\\texttt{findings} & 9.5 & 10--12 & 30--300 (3 stopped early) & 2--3 & 5 \\\\" in text
+    assert "\\texttt{findings} & 9.85 & 10--12 & 30--300 (3 stopped early) & 2--3 & 5 \\\\" in text
 
 
 def test_the_table_says_whether_the_campaign_ran_at_the_papers_scale():
@@ -159,7 +159,9 @@ def test_the_table_says_whether_the_campaign_ran_at_the_papers_scale():
         ds = Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False)
         return C.scale_note(ds, claims)
 
-    assert note(9.5e9).startswith("At the paper's scale")
+    # the paper's 9.5 Gbit/s is its NICs' payload ceiling: a 9.85 Gbit/s link (frames)
+    assert note(9.85e9).startswith("At the paper's scale") and "(9.50\\,Gbit/s)" in note(9.85e9)
+    assert "Not the paper's scale" in note(9.5e9) and "9.16\\,Gbit/s of payload" in note(9.5e9)
     assert "Not the paper's scale" in note(0.8e9) and "0.8\\,Gbit/s" in note(0.8e9)
     assert C.table([], note(0.8e9)).startswith(note(0.8e9))
 
@@ -183,7 +185,7 @@ def test_a_cell_of_one_run_takes_its_own_quartile_intervals_where_the_run_has_th
     from tcpeval.analysis.tables import Dataset
     runs = _runs({"reno": [4.0]}, mean_hw_bps=0.2e9, q50_hw_bps=0.38e9)
     cell = C.cells(Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False))
-    assert cell["q50_frac_hw"].iloc[0] == pytest.approx(0.04)      # 0.38 of a 9.5 Gbit/s link
+    assert cell["q50_frac_hw"].iloc[0] == pytest.approx(0.04, rel=1e-3)   # 0.38 of 9.5 Gbit/s of payload
 
 
 def _dataset(values_by_variant):
@@ -238,15 +240,25 @@ def test_an_undecided_check_says_how_many_repetitions_would_decide_it(check, rep
     assert "repetitions" not in C.evaluate(_claim(check), _cells(hw=0.05))[1]   # decided: no note
 
 
-def test_a_line_rate_finding_failed_at_the_links_payload_ceiling_is_read_as_framing():
-    # loss-free cells: ours and the model both at 1460/1514 of a link that counts frames
+def test_a_line_rate_finding_is_read_against_the_links_payload_ceiling():
+    # the original's "9.48 of the 9.5 Gbit/s available" is payload against its NICs' payload
+    # ceiling; loss-free runs on the paper's link (9.85 Gbit/s of frames) carry 1460/1514 of it
     claim = {"id": "line-rate", "section": "V", "paper": "p", "check": {
         "type": "at_least", "metric": "mean_frac", "threshold": {"gbps": 9.48, "of_link_gbps": 9.5},
         "where": {"criterion": "responsiveness"}}}
-    runs = _runs({"reno": [9.15, 9.16], "bic": [9.15, 9.16]})
-    runs["drop"] = 0.0
     from tcpeval.analysis.tables import Dataset
-    verdict = C.check_all([claim], Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(),
-                                           include_flagged=False))[0]
-    assert verdict.verdict == C.FAILS and verdict.model == C.FAILS and verdict.model_link_limited
-    assert "our link's rate counts frames" in C.deviation_reading(verdict)
+
+    def verdict(link_bps, gbps):
+        runs = _runs({"reno": gbps, "bic": gbps})
+        runs["drop"], runs["link_rate_bps"] = 0.0, link_bps
+        runs["payload_ceiling_bps"] = link_bps * 1460 / 1514
+        runs["mean_frac"] = runs["mean_bps"] / runs["payload_ceiling_bps"]
+        return C.check_all([claim], Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(),
+                                            include_flagged=False))[0]
+
+    at_ceiling = verdict(9.85e9, [9.495, 9.497])
+    assert at_ceiling.verdict == C.HOLDS and at_ceiling.model == C.HOLDS and at_ceiling.model_link_limited
+    # a scaled campaign: the same fractions of a 0.8 Gbit/s link's 0.771 of payload
+    assert verdict(0.8e9, [0.7712, 0.7713]).verdict == C.HOLDS
+    # 98 % of the ceiling is not the line rate
+    assert verdict(9.85e9, [9.30, 9.31]).verdict == C.FAILS

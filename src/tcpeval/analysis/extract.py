@@ -26,7 +26,7 @@ import numpy as np
 from tcpeval import dilation, paths, precision
 from tcpeval import trace as trace_mod
 from tcpeval.analysis import metrics as M
-from tcpeval.condition import Condition
+from tcpeval.condition import Condition, payload_ceiling_bps
 
 try:  # orjson parses the large sample arrays several times faster; json is the fallback
     import orjson as _orjson
@@ -248,6 +248,9 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         # the checks that flagged it, each once, in the verdict's order (fidelity.findings)
         "flag_checks": "; ".join(dict.fromkeys(f["check"] for f in record["fidelity"].get("findings", []))),
         "link_rate_bps": link,
+        # what the link carries as payload at most: the fractions below are of it, as the
+        # original's "of the 9.5 Gbit/s available" were of its NICs' payload ceiling
+        "payload_ceiling_bps": payload_ceiling_bps(link),
         "measured_rtt_ms": _num(meas.get("rtt_ms")),
         "measured_drop": _num(meas["drop"].get("rate")),
         "dropped_packets": _count(meas["drop"].get("dropped")),
@@ -280,8 +283,9 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         "conv_time_s": math.nan, "spread_bps": math.nan, "ubar_bps": math.nan,
         "lambda": lam, "epsilon": eps,
     }
-    row["utilisation_frac"] = row["utilisation_bps"] / link if multi and link == link else math.nan
-    row["mean_frac"] = row["mean_bps"] / link if link == link else math.nan
+    ceiling = row["payload_ceiling_bps"]
+    row["utilisation_frac"] = row["utilisation_bps"] / ceiling if multi and ceiling == ceiling else math.nan
+    row["mean_frac"] = row["mean_bps"] / ceiling if ceiling == ceiling else math.nan
     if multi and per_flow[-1]["start"] > per_flow[0]["start"]:
         new = per_flow[-1]
         c = M.convergence(new["t"], new["b"], end_s=common_end - new["start"], lam=lam, eps=eps, u=new["u"])

@@ -16,9 +16,9 @@ from typing import Iterable
 import numpy as np
 
 from tcpeval import mathis, paths, spec, trace
-from tcpeval.condition import Condition
+from tcpeval.condition import Condition, payload_ceiling_bps
 
-# The paper's link (its NICs' limit), used when the condition leaves the rate open, and its RTTs.
+# The paper's link (frames: its payload ceiling is its NICs' limit), used when the condition leaves the rate open, and its RTTs.
 LINK_BPS = float(spec.load_design()["levels"]["link_bps"])
 PAPER_RTTS_MS = spec.load_design()["levels"]["rtt_ms"]
 # Link utilisation of two long flows at each of the paper's RTTs, shortest first.
@@ -58,6 +58,7 @@ def _series(rng, mean: float, n: int, dt: float, drop: float, link: float) -> np
 def make_record(cond: Condition, raw_dir: str = paths.DEFAULT_RAW_DIR, *, flagged: bool = False) -> dict:
     rng = np.random.default_rng(cond.seed)
     link = float(cond.rate_bps or LINK_BPS)
+    payload = payload_ceiling_bps(link)   # what the flows carry at most (the link counts frames)
     dt = cond.interval_s
     rates: list[np.ndarray] = []
     flows = cond.flows
@@ -67,10 +68,10 @@ def make_record(cond: Condition, raw_dir: str = paths.DEFAULT_RAW_DIR, *, flagge
         # delayed ACKs), the kernel's counts packets (without)
         k = ({"port": mathis.constant(2), "native": mathis.constant(1)}[flows[0].impl]
              if cond.criterion in VALIDATION_CRITERIA else None)
-        rates.append(_series(rng, _mean_rate(flows[0].variant, cond.rtt_ms, cond.drop, link, k), n, dt,
-                             cond.drop, link))
+        rates.append(_series(rng, _mean_rate(flows[0].variant, cond.rtt_ms, cond.drop, payload, k), n, dt,
+                             cond.drop, payload))
     else:
-        util = _utilisation(cond.rtt_ms) * link
+        util = _utilisation(cond.rtt_ms) * payload
         a, b = flows[0].variant, flows[1].variant
         gap = AGGRESSION[a] - AGGRESSION[b] if cond.rtt_ms > 1 else 0.0
         share = [0.5 + gap, 0.5 - gap]
@@ -86,7 +87,7 @@ def make_record(cond: Condition, raw_dir: str = paths.DEFAULT_RAW_DIR, *, flagge
         if start2 > 0:  # the first flow yields to the newcomer once it arrives
             later = t1 > start2
             x1[later] = np.maximum(util - x2[: later.sum()] * (1 + 0.05 * rng.standard_normal(later.sum())), 0)
-        rates += [np.clip(x1, 0, link), np.clip(x2, 0, link)]
+        rates += [np.clip(x1, 0, payload), np.clip(x2, 0, payload)]
     flow_records = []
     rtt_us = cond.rtt_ms * 1000 + 30
     for i, (f, x) in enumerate(zip(flows, rates)):

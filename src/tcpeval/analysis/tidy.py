@@ -41,7 +41,7 @@ RUN_SCHEMA = pa.schema([
     ("second", _S), ("rtt_ms", _F), ("drop", _F), ("rep", _I), ("duration_s", _F),
     ("interval_s", _F), ("n_flows", _I), ("verdict", _S), ("flag_reasons", _S),
     ("flag_checks", _S),
-    ("link_rate_bps", _F), ("measured_rtt_ms", _F), ("measured_drop", _F),
+    ("link_rate_bps", _F), ("payload_ceiling_bps", _F), ("measured_rtt_ms", _F), ("measured_drop", _F),
     ("dropped_packets", _I),
     ("hostname", _S), ("kernel", _S), ("git_revision", _S), ("tcpeval_version", _S),
     ("mech_drop", _S), ("mech_delay", _S), ("mech_rate", _S), ("dilation", _I), ("started_at", _S),

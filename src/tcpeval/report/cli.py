@@ -305,8 +305,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--variant", action="append", help="one variant (repeatable; default: the six)")
     p.add_argument("--rtt", type=float, help="RTT in ms (one condition)")
     p.add_argument("--drop", type=float, help="per-packet drop probability (one condition)")
-    p.add_argument("--rate", default="9.5G",
-                   help="link rate, e.g. 9.5G (default: the paper's); with --claims only where a "
+    p.add_argument("--rate", default="9.85G",
+                   help="link rate in frames, e.g. 9.85G (default: the paper's, 9.5 Gbit/s of payload); with --claims only where a "
                         "condition of the campaign has none of its own")
     p.add_argument("--claims", help="check each finding on the model at --campaign's grid instead")
     p.add_argument("--campaign", default="paper", help="with --claims: whose grid (default: paper)")

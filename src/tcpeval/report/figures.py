@@ -18,6 +18,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from tcpeval.analysis import tables as T  # noqa: E402
+from tcpeval.condition import payload_ceiling_bps  # noqa: E402
 from tcpeval.paths import format_rtt  # noqa: E402
 from tcpeval.report.latex import escape, fmt_drop  # noqa: E402
 
@@ -115,7 +116,7 @@ def responsiveness(ds: T.Dataset, rtt_ms: float, prefix: Path) -> dict:
             ax_a.text(xpos[d], top * 0.97, f"n/a: {len(lacking)} of {len(variants)}", ha="center", va="top",
                       fontsize=6, color=NA_COLOR)
     if link == link:
-        ax_a.axhline(link / GBPS, color="0.3", lw=0.8, ls=":", label="link rate")
+        ax_a.axhline(payload_ceiling_bps(link) / GBPS, color="0.3", lw=0.8, ls=":", label="payload ceiling")
     ax_a.set_xticks(range(len(drops)), [fmt_drop(d, tex=False) for d in drops])
     ax_a.set_xlim(-0.5, len(drops) - 0.5)
     ax_a.set_ylim(0, top)
@@ -163,7 +164,7 @@ def responsiveness(ds: T.Dataset, rtt_ms: float, prefix: Path) -> dict:
         choice = (f"panel (b) shows drop rate {fmt_drop(eff_drop)} because the original study's "
                   f"{want} is not in the data")
     caption = (f"Responsiveness and efficiency at {format_rtt(rtt_ms)}\\,ms RTT. (a) Mean throughput per run, "
-               "averaged over repetitions (bars: min to max); dotted: link rate. (b) Per-interval "
+               "averaged over repetitions (bars: min to max); dotted: the link's payload ceiling. (b) Per-interval "
                "throughput of all repetitions (box: quartiles, whiskers 1.5 IQR, outliers not drawn); "
                f"{choice}. {_note_sentence(ds, ['responsiveness'])}")
     tex = _write_tex(prefix, caption, f"fig:rtt{format_rtt(rtt_ms)}")
@@ -238,7 +239,7 @@ def utilisation(ds: T.Dataset, prefix: Path) -> dict:
         if not rtts:
             ax.text(0.5, 0.5, "not in this campaign", transform=ax.transAxes, ha="center", color=NA_COLOR)
         if link == link:
-            ax.axhline(link / GBPS, color="0.3", lw=0.8, ls=":")
+            ax.axhline(payload_ceiling_bps(link) / GBPS, color="0.3", lw=0.8, ls=":")
         ax.set_ylim(0, top)
         ax.set_xlabel("RTT")
         ax.set_title(title)
@@ -248,7 +249,7 @@ def utilisation(ds: T.Dataset, prefix: Path) -> dict:
     fig.tight_layout()
     files = _save(fig, prefix)
     caption = ("Link utilisation, the sum of both flows' mean throughputs over the period they share, "
-               "averaged over repetitions; J: Jain's fairness index of the two means; dotted: link rate. "
+               "averaged over repetitions; J: Jain's fairness index of the two means; dotted: the link's payload ceiling. "
                "(a) Two flows of the same variant (fairness); (b) each high-speed variant against Reno "
                f"(downward compatibility). {_note_sentence(ds, ['fairness', 'compatibility'])}")
     tex = _write_tex(prefix, caption, "fig:utilisation")

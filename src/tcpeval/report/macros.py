@@ -12,6 +12,7 @@ import pandas as pd
 from tcpeval import provenance, spec
 from tcpeval.analysis import tables as T
 from tcpeval.analysis.metrics import DEFAULT_EPSILON, DEFAULT_LAMBDA
+from tcpeval.condition import payload_ceiling_bps
 from tcpeval.paths import format_drop, format_rtt
 from tcpeval.report import claims as C
 from tcpeval.report.latex import NA, Macros, escape, fmt_drop, gbps, num, pct
@@ -68,6 +69,7 @@ def build(ds: T.Dataset, design: dict, campaign: str, backend: str,
            "pipeline.}" if synthetic else "")
     link = float(np.nanmedian(all_good["link_rate_bps"])) if len(all_good) else float("nan")
     m.name("tevLinkRate", gbps(link))
+    m.name("tevPayloadCeiling", gbps(payload_ceiling_bps(link)))
     m.name("tevDilation", _dilation_text(all_good.get("dilation", pd.Series(dtype="Int64"))))
     m.name("tevNExpected", len(ds.expected))
     m.name("tevNPresent", len(ds.expected) - len(ds.missing))

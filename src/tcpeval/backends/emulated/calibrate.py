@@ -44,17 +44,15 @@ from tcpeval import dilation
 from tcpeval.backends import fidelity
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated.bottleneck import LINKS, forced_link
-from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES
-from tcpeval.condition import MSS_BYTES
+from tcpeval.condition import PAYLOAD_SHARE
 from tcpeval.spec import load_design
 
 DEFAULT_FRACTION = 0.9
 FAITHFUL_FLOOR_BPS = 0.2e9
 FAITHFUL_TRIES = 3
 GRID_BPS = 1e8
-# Payload per wire frame of the paper's stack (topology: MSS without timestamps in a
-# full-sized frame), and the share of it a faithful link at p = 0 must deliver.
-PAYLOAD_SHARE = MSS_BYTES / WIRE_FRAME_BYTES
+# The share of the payload ceiling (condition.PAYLOAD_SHARE of the link: the paper's MSS
+# in a full-sized frame) a faithful link at p = 0 must deliver.
 DELIVERY = 0.98
 # The grid's physical RTTs reach this many times the design's longest: where its
 # dilated runs land (the paper's 24.2 ms at k = 8 is 194 ms).

@@ -30,11 +30,12 @@ from pathlib import Path
 
 from tcpeval.backends import common
 from tcpeval.backends.emulated import host
+from tcpeval.condition import HEADER_BYTES, MSS_BYTES
 
 OFFLOADS = ("tso", "gso", "gro", "lro")
-# A full-sized frame on the wire (the 1500-byte MTU plus the Ethernet header); the
-# paper's segment in it is condition.MSS_BYTES (tcp_timestamps = 0).
-WIRE_FRAME_BYTES = 1514
+# A full-sized frame on the wire (the 1500-byte MTU plus the Ethernet header): the
+# paper's segment (tcp_timestamps = 0) and its headers.
+WIRE_FRAME_BYTES = MSS_BYTES + HEADER_BYTES
 # TSO frames at the senders. The paper's senders and bottleneck ran at the same 10 Gb/s,
 # so a TSO burst left the NIC at the bottleneck's rate and queued nowhere. Here the
 # sender's veth is infinitely fast and a whole frame lands in the bottleneck queue at once.
