@@ -19,7 +19,7 @@ CONFIG = --config campaign=$(CAMPAIGN) backend=$(BACKEND) $(CONFIG_ARGS)
 
 help:
 	@echo "make paper  [CAMPAIGN=smoke|quick|paper] [BACKEND=emulated|testbed]  runs -> paper/main.pdf"
-	@echo "make findings [FINDINGS=findings|findings-short-rtt]  the cells the published findings read, at 9.5 Gbps, then the paper"
+	@echo "make findings [FINDINGS=findings|findings-short-rtt]  the cells the published findings read, on the paper's link, then the paper"
 	@echo "make validation                the validation campaign (Reno vs Mathis model, ~4 h), then the paper"
 	@echo "make test                      the default test suite (well under 30 min)"
 	@echo "make test-all                  including slow tests"
@@ -49,7 +49,7 @@ image:
 paper: bootstrap
 	$(SNAKEMAKE) $(SNAKEMAKE_ARGS) $(CONFIG)
 
-# The findings campaign (the cells paper/claims.yaml reads, at the paper's 9.5 Gbps; its
+# The findings campaign (the cells paper/claims.yaml reads, on the paper's link; its
 # cost: `tcpeval plan --campaign findings --nodes 1 16`), then the manuscript of CAMPAIGN,
 # whose reproduction table then has its column.
 findings: bootstrap
