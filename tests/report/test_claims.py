@@ -262,3 +262,16 @@ def test_a_line_rate_finding_is_read_against_the_links_payload_ceiling():
     assert verdict(0.8e9, [0.7712, 0.7713]).verdict == C.HOLDS
     # 98 % of the ceiling is not the line rate
     assert verdict(9.85e9, [9.30, 9.31]).verdict == C.FAILS
+
+
+def test_the_models_figure_at_the_payload_ceiling_is_exact_and_below_it_has_the_models_precision():
+    grid = pd.DataFrame([dict(criterion="responsiveness", variant="bic", second="", rtt_ms=0.2, drop=d, n=1,
+                              link_gbps=9.85) for d in (0.0, 1e-7, 1e-3)])
+    claim = _claim({"type": "at_least", "metric": "mean_frac", "threshold": 0.5,
+                    "where": {"criterion": "responsiveness"}})
+    cells = C.model_cells(grid, [claim]).set_index("drop")
+    # no loss, and a loss so rare the window never leaves the ceiling: the ceiling itself
+    for d in (0.0, 1e-7):
+        assert cells.loc[d, "mean_frac"] == pytest.approx(1.0) and cells.loc[d, "mean_frac_hw"] == 0.0
+    assert cells.loc[1e-3, "mean_frac"] < 0.9
+    assert cells.loc[1e-3, "mean_frac_hw"] == pytest.approx(C.MODEL_RELATIVE_HW * cells.loc[1e-3, "mean_frac"])

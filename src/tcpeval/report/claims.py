@@ -384,8 +384,11 @@ def model_cells(df: pd.DataFrame, claims: list[dict]) -> pd.DataFrame:
     out["mean_gbps"] = [m[0] for m in modeled]
     out["mean_frac"] = [m[1] for m in modeled]
     out["link_limited"] = [m[2] for m in modeled]
-    for metric in MODELED_METRICS:  # without loss the model gives the link exactly
-        out[f"{metric}_hw"] = np.where(out["drop"] > 0, out[metric] * MODEL_RELATIVE_HW, 0.0)
+    # without loss, or where no loss in its whole horizon brought the window down, the
+    # model gives the payload ceiling itself: exact
+    exact = (out["drop"] <= 0) | (out["mean_frac"] >= 1 - 1e-9)
+    for metric in MODELED_METRICS:
+        out[f"{metric}_hw"] = np.where(exact, 0.0, out[metric] * MODEL_RELATIVE_HW)
     return out.dropna(subset=["mean_gbps"])
 
 
