@@ -15,6 +15,7 @@ exactly like the paper's switch buffer in front of the ring.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import statistics
 import subprocess
@@ -40,10 +41,33 @@ def netem_available(ns: str, dev: str) -> bool:
     return False
 
 
-def quantum_ns(delay_ns: int) -> int:
-    """Release quantum of the delay line: frames go out within +-Q/2 of their due time;
-    1/200 of the delay, within [5, 50] us (10 us at 2 ms, 50 us at >= 10 ms)."""
+RELEASE_ENV = "TCPEVAL_ACK_RELEASE"
+RELEASES = ("batch", "each")
+
+
+def release_rule() -> str:
+    """How the delay line releases frames: "batch" (tevdelay.c; the default), or $TCPEVAL_ACK_RELEASE
+    "each", the rule before 2026-11-26 that benchmarks compare against: every frame as soon as
+    it is due within Q/2, Q = 1/200 of the delay, at most 50 us (each_quantum_ns)."""
+    rule = os.environ.get(RELEASE_ENV) or "batch"
+    if rule not in RELEASES:
+        raise BackendError(f"{RELEASE_ENV}={rule!r}: expected one of {', '.join(RELEASES)}")
+    return rule
+
+
+def each_quantum_ns(delay_ns: int) -> int:
+    """The quantum of the "each" rule: 1/200 of the delay, within [5, 50] us."""
     return int(min(50_000, max(5_000, delay_ns // 200)))
+
+
+def quantum_ns(delay_ns: int) -> int:
+    """Release quantum of the delay line: frames go out in batches that span at most Q of
+    due times, at the middle of them, so each within Q/2 of its due time (tevdelay.c); 1/100 of the delay (the RTT but the hosts' own), within [5, 250]
+    us: 14 us at 1.4 ms, 250 us at >= 25 ms. A batch costs the senders' CPU one interrupt:
+    in this VM 14 us of its time, more than the ACKs' own processing, so a quantum of 50
+    us (1/200, the cap before) left 1.58 Gbps at 37 ms with one interrupt per 2 ACKs and
+    both CPUs saturated; at 250 us, one per 16 (docs/fidelity.md, "ACKs in batches")."""
+    return int(min(250_000, max(5_000, delay_ns // 40)))
 
 
 class DelayLine:
@@ -64,6 +88,7 @@ class DelayLine:
         self.cpu = cpu
         self.proc: subprocess.Popen | None = None
         self.delay_ns = 0
+        self.release = release_rule()
         self.stats_path = run_dir / "delayline.json"
         # The kernel's own copy of each reverse-path frame is discarded at the ports'
         # tc ingress (taps see the frame first), so frames travel only through the line.
@@ -74,8 +99,8 @@ class DelayLine:
         self.stop()
         self.delay_ns = max(0, int(delay_ns))
         t = self.topo
-        args = [self.art.tevdelay, "line", "--delay-ns", self.delay_ns,
-                "--quantum-ns", quantum_ns(self.delay_ns), "--stats", self.stats_path]
+        args = [self.art.tevdelay, "line", "--delay-ns", self.delay_ns, "--quantum-ns", self.quantum_ns,
+                "--release", self.release, "--stats", self.stats_path]
         if self.held_ms:
             args += ["--held-ms", ",".join(format(ms, "g") for ms in self.held_ms)]
         if self.rt_prio:
@@ -144,13 +169,18 @@ class DelayLine:
             time.sleep(0.002)
         return None
 
+    @property
+    def quantum_ns(self) -> int:
+        return (each_quantum_ns if self.release == "each" else quantum_ns)(self.delay_ns)
+
     def describe(self) -> dict:
         return {"mechanism": self.mechanism,
-                "delay_ns": self.delay_ns, "quantum_ns": quantum_ns(self.delay_ns),
+                "delay_ns": self.delay_ns, "quantum_ns": self.quantum_ns, "release": self.release,
                 "sched": f"SCHED_FIFO {self.rt_prio}" if self.rt_prio
                 else "SCHED_OTHER nice -20" if self.link else "SCHED_OTHER",
                 "cpu": self.cpu, "link_engine": bool(self.link),
                 "waits": "spins (the link engine never sleeps)" if self.link
+                else "sleeps until the head frame's batch is due" if self.release == "batch"
                 else "sleeps until the head frame is due"}
 
 

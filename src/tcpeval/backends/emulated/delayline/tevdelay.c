@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* tevdelay: the emulated backend's constant-delay line, and a UDP RTT probe.
  *
- *   tevdelay line --delay-ns D [--quantum-ns Q] [--held-ms MS,...] [--stats FILE] [--cpu N] [--rt PRIO]
+ *   tevdelay line --delay-ns D [--quantum-ns Q] [--release batch|each] [--held-ms MS,...] [--stats FILE]
+ *                 [--cpu N] [--rt PRIO]
  *                 --in IF [--in IF ...]
  *                 --route IPv4=IFNAME,DSTMAC,SRCMAC [--route ...]
  *                 [--rate-bps R --buffer-bytes B --data-in IF [...] --data-route IPv4=IF,DST,SRC [...]]
@@ -15,9 +16,10 @@
  * the ring *is* the delay buffer: frames stay in place, in arrival order, until
  * arrival + D, then go out through one AF_PACKET socket (qdisc bypass, sendmmsg batches)
  * with the MACs of the next hop. No copy into user space, no per-packet wakeup under
- * load: the loop sleeps until the head frame is due and then releases everything due
- * within +-Q/2 (Q = release quantum), so the delay error is bounded by Q/2 plus wakeup
- * latency, which the stats record (lateness histogram, ring drops).
+ * load: the loop sleeps until the head frame's batch is due and then releases, in one go,
+ * the frames due within a quantum Q after the head, at the middle of their due times, so
+ * the delay error is bounded by Q/2 plus wakeup latency, which the stats record (lateness
+ * histogram, ring drops), and the receiving CPU is interrupted once per batch.
  *
  * With --rate-bps the same process is also the bottleneck link (the "link engine"): the
  * data frames are stolen at the switch's sender ports into rings of their own, and each
@@ -63,7 +65,14 @@
 #define BLOCK_SIZE (1u << 20)
 #define OUT_SNDBUF (64 << 20) /* bytes; the kernel doubles it */
 #define BLOCK_NR 64u /* 32768 frames per input: 24 ms of ACKs at > 1 Mpps */
+/* A data ring holds every frame the link has admitted and not yet sent -- its whole buffer,
+ * which one sender can fill alone -- and the frames not yet admitted: the buffer in frames
+ * of at least DATA_MIN_FRAME bytes, plus DATA_RING_SPARE frames. At 193.6 ms a one-BDP
+ * buffer of 1.6 Gbps is 26,000 full frames, and the fixed 32,768 overflowed in slow start. */
+#define DATA_MIN_FRAME 1000u
+#define DATA_RING_SPARE 16384u /* and an ACK ring: the ACKs of one delay, and as many spare */
 #define LINK_FIFO (1u << 17) /* frames admitted to the link, not yet sent (power of 2) */
+#define WINDOW_SLACK_NS 1000 /* a batch's head leaves this much after its window opens: the loop */
 #define LATE_US 2000 /* link lateness histogram: 1-us bins up to 2 ms, then one overflow bin */
 
 static volatile sig_atomic_t stop, snapshot;
@@ -105,7 +114,7 @@ static int parse_mac(const char *s, uint8_t m[6])
 		      &m[5]) == 6 ? 0 : -1;
 }
 
-static void open_ring(struct ring *r, const char *ifname, int vnet)
+static void open_ring(struct ring *r, const char *ifname, int vnet, unsigned block_nr)
 {
 	/* the caller's array is on the stack: every field is set here, cur (the next frame
 	 * the kernel fills) included -- a stale cur watched the wrong slot forever */
@@ -124,13 +133,13 @@ static void open_ring(struct ring *r, const char *ifname, int vnet)
 	if (vnet && setsockopt(r->fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)))
 		die("PACKET_VNET_HDR (rx ring)");
 	struct tpacket_req req = {
-		.tp_block_size = BLOCK_SIZE, .tp_block_nr = BLOCK_NR,
-		.tp_frame_size = FRAME_SIZE, .tp_frame_nr = BLOCK_SIZE / FRAME_SIZE * BLOCK_NR,
+		.tp_block_size = BLOCK_SIZE, .tp_block_nr = block_nr,
+		.tp_frame_size = FRAME_SIZE, .tp_frame_nr = BLOCK_SIZE / FRAME_SIZE * block_nr,
 	};
 	if (setsockopt(r->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)))
 		die("PACKET_RX_RING");
 	r->frames = req.tp_frame_nr;
-	r->map = mmap(NULL, (size_t)BLOCK_SIZE * BLOCK_NR, PROT_READ | PROT_WRITE,
+	r->map = mmap(NULL, (size_t)BLOCK_SIZE * block_nr, PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_LOCKED, r->fd, 0);
 	if (r->map == MAP_FAILED)
 		die("mmap ring");
@@ -418,6 +427,28 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* The latest due time (timestamp + delay), no later than `until`, of the frames waiting
+ * in the rings: the end of the batch the oldest frame opens. */
+static int64_t batch_last(struct ring *rings, int nin, int64_t delay, int64_t until, int64_t real,
+			  uint64_t *fallbacks)
+{
+	int64_t last = INT64_MIN;
+	for (int i = 0; i < nin; i++) {
+		struct ring *r = &rings[i];
+		for (unsigned j = 0; j < r->frames; j++) {
+			struct tpacket2_hdr *h = frame(r, (r->cur + j) % r->frames);
+			if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
+				break;
+			int64_t due = frame_time(h, real, fallbacks) + delay;
+			if (due > until)
+				break;
+			if (due > last)
+				last = due;
+		}
+	}
+	return last;
+}
+
 static int cmd_line(int argc, char **argv)
 {
 	struct ring rings[MAX_IN] = {0};
@@ -425,12 +456,14 @@ static int cmd_line(int argc, char **argv)
 	int nin = 0, nroutes = 0;
 	int64_t delay = -1, quantum = 20000;
 	const char *stats_path = NULL;
-	int cpu = -1, rt_prio = 0;
+	int cpu = -1, rt_prio = 0, each = 0;
 	/* "held back" thresholds (ms, ascending): frames at least this late are counted
 	 * whatever Q is; a time-dilated run passes them multiplied by its factor */
 	double held_ms[MAX_HELD] = {0.5, 1, 2, 5};
 	int nheld = 4;
 	static struct link L; /* large (histogram, rings): not on the stack */
+	const char *data_in[MAX_IN], *ack_in[MAX_IN];
+	int ndata = 0, nack = 0;
 
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -444,6 +477,11 @@ static int cmd_line(int argc, char **argv)
 			cpu = atoi(v);
 		else if (!strcmp(a, "--rt"))
 			rt_prio = atoi(v);
+		else if (!strcmp(a, "--release")) {
+			if (strcmp(v, "batch") && strcmp(v, "each"))
+				goto usage;
+			each = !strcmp(v, "each");
+		}
 
 		else if (!strcmp(a, "--held-ms")) {
 			char buf[128], *tok, *save = NULL;
@@ -456,16 +494,16 @@ static int cmd_line(int argc, char **argv)
 		}
 		else if (!strcmp(a, "--stats"))
 			stats_path = v;
-		else if (!strcmp(a, "--in") && nin < MAX_IN)
-			open_ring(&rings[nin++], v, 0);
+		else if (!strcmp(a, "--in") && nack < MAX_IN)
+			ack_in[nack++] = v; /* opened once delay and rate are known */
 		else if (!strcmp(a, "--route") && nroutes < MAX_ROUTES) {
 			if (parse_route(v, &routes[nroutes++]))
 				return 2;
 		} else if (!strcmp(a, "--data-route") && L.nroutes < MAX_ROUTES) {
 			if (parse_route(v, &L.routes[L.nroutes++]))
 				return 2;
-		} else if (!strcmp(a, "--data-in") && L.nin < MAX_IN)
-			open_ring(&L.rings[L.nin++], v, 1);
+		} else if (!strcmp(a, "--data-in") && ndata < MAX_IN)
+			data_in[ndata++] = v; /* opened once the buffer is known */
 		else if (!strcmp(a, "--rate-bps"))
 			L.rate_bps = strtod(v, NULL);
 		else if (!strcmp(a, "--buffer-bytes"))
@@ -474,14 +512,24 @@ static int cmd_line(int argc, char **argv)
 			goto usage;
 		i++;
 	}
-	if (delay < 0 || !nin || !nroutes)
+	if (delay < 0 || !nack || !nroutes)
 		goto usage;
+	/* an ACK ring holds the ACKs of one delay: one per segment at most (a receiver ACKs
+	 * every segment while it holds a hole), at the link's rate where the line is the link */
+	uint64_t ack_frames = (uint64_t)((double)delay / 1e9 * L.rate_bps / (8.0 * 1514)) + DATA_RING_SPARE;
+	unsigned ack_blocks = (unsigned)((ack_frames * FRAME_SIZE + BLOCK_SIZE - 1) / BLOCK_SIZE);
+	for (int k = 0; k < nack; k++)
+		open_ring(&rings[nin++], ack_in[k], 0, ack_blocks > BLOCK_NR ? ack_blocks : BLOCK_NR);
 	L.on = L.rate_bps > 0;
-	if (L.on && (!L.nin || !L.nroutes || L.buffer_bytes <= 0)) {
+	if (L.on && (!ndata || !L.nroutes || L.buffer_bytes <= 0)) {
 		fprintf(stderr, "tevdelay: --rate-bps needs --buffer-bytes > 0, --data-in and --data-route\n");
 		return 2;
 	}
 	if (L.on) {
+		uint64_t frames = (uint64_t)L.buffer_bytes / DATA_MIN_FRAME + DATA_RING_SPARE;
+		unsigned blocks = (unsigned)((frames * FRAME_SIZE + BLOCK_SIZE - 1) / BLOCK_SIZE);
+		for (int k = 0; k < ndata; k++)
+			open_ring(&L.rings[L.nin++], data_in[k], 1, blocks > BLOCK_NR ? blocks : BLOCK_NR);
 		L.ns_per_byte = 8e9 / L.rate_bps;
 		L.fifo = calloc(LINK_FIFO, sizeof(*L.fifo));
 		if (!L.fifo)
@@ -548,9 +596,9 @@ static int cmd_line(int argc, char **argv)
 	struct sockaddr_ll addrs[BATCH];
 	struct tpacket2_hdr *held[BATCH];
 	int nb = 0;
-	uint64_t forwarded = 0, no_route = 0, non_ip = 0, send_err = 0, ts_fallback = 0, late = 0, ts_software = 0, ts_future = 0;
+	uint64_t forwarded = 0, batches = 0, no_route = 0, non_ip = 0, send_err = 0, ts_fallback = 0, late = 0, ts_software = 0, ts_future = 0;
 	int64_t max_late = 0, sum_err = 0, max_early = 0;
-	uint64_t hist[8] = {0}; /* lateness: <Q/2, <Q, <2Q, <5Q, <10Q, <100Q, >=100Q, early */
+	uint64_t hist[8] = {0}; /* error: within +-Q/2, late <Q, <2Q, <5Q, <10Q, <100Q, >=100Q; early (before -Q/2) */
 	uint64_t held_count[MAX_HELD] = {0}; /* frames late by >= held_ms[i] */
 	int64_t held_ns[MAX_HELD];
 	for (int i = 0; i < nheld; i++)
@@ -558,7 +606,7 @@ static int cmd_line(int argc, char **argv)
 	L.nheld = nheld;
 	L.held_ns = held_ns;
 	L.held_ms = held_ms;
-	int64_t half = quantum / 2;
+	int64_t half = quantum / 2, batch_until = INT64_MIN, head_due = INT64_MIN, head_last = 0;
 	struct pollfd pfds[MAX_IN];
 	for (int i = 0; i < nin; i++)
 		pfds[i] = (struct pollfd){.fd = rings[i].fd, .events = POLLIN};
@@ -609,7 +657,29 @@ static int cmd_line(int argc, char **argv)
 			}
 		}
 		int64_t due = best >= 0 ? best_ts + delay : 0;
-		if (best >= 0 && due <= real + half && nb < BATCH) {
+		/* Frames leave in batches, as a NIC's interrupt moderation delivers them: the
+		 * senders' CPU is interrupted once per batch, not once per ACK or two -- in a VM
+		 * each interrupt cost that CPU more than the ACK's own processing. A batch holds the
+		 * oldest frame and every frame due within a quantum Q after it, and leaves at the
+		 * middle of their due times, so each frame leaves within Q/2 of its due time, a
+		 * frame alone exactly on time, and the errors of a batch average out. Every frame
+		 * of the window is in the rings already: one arriving now is due a whole delay
+		 * later, and the delay is 100 Q (delay.py). */
+		int64_t open_at = 0;
+		if (best >= 0 && due > batch_until && !each) {
+			if (due != head_due) {
+				head_due = due;
+				head_last = batch_last(rings, nin, delay, due + quantum, real, &ts_fallback);
+			}
+			open_at = due + (head_last - due) / 2;
+		}
+		if (each) /* the rule before batches (benchmarks): as soon as it is due within Q/2 */
+			open_at = due - half;
+		if (best >= 0 && nb < BATCH && (due <= batch_until || real >= open_at)) {
+			if (due > batch_until) {
+				batch_until = each ? due : head_last;
+				batches++;
+			}
 			struct ring *r = &rings[best];
 			struct tpacket2_hdr *h = frame(r, r->cur);
 			r->cur = (r->cur + 1) % r->frames;
@@ -620,7 +690,8 @@ static int cmd_line(int argc, char **argv)
 				max_late = err;
 			if (-err > max_early)
 				max_early = -err;
-			int b = err < 0 ? 7 : err < half ? 0 : err < quantum ? 1 : err < 2 * quantum ? 2
+			/* within half a quantum (and the loop's own microsecond) is on time */
+			int b = err < -half - WINDOW_SLACK_NS ? 7 : err <= half + WINDOW_SLACK_NS ? 0 : err < quantum ? 1 : err < 2 * quantum ? 2
 				: err < 5 * quantum ? 3 : err < 10 * quantum ? 4 : err < 100 * quantum ? 5 : 6;
 			hist[b]++;
 			if (b >= 1 && b <= 6)
@@ -662,8 +733,8 @@ static int cmd_line(int argc, char **argv)
 			poll(pfds, (nfds_t)nin, 100); /* idle: wake on the next frame */
 			continue;
 		}
-		/* the head is not due yet: sleep until it is (minus half a quantum) */
-		int64_t wake = due - half;
+		/* the head's batch is not due yet: sleep until it is */
+		int64_t wake = open_at;
 		struct timespec ts = {.tv_sec = wake / 1000000000LL, .tv_nsec = wake % 1000000000LL};
 		clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL);
 	}
@@ -672,14 +743,14 @@ static int cmd_line(int argc, char **argv)
 	if (!f)
 		die("stats file");
 	fprintf(f,
-		"{\"delay_ns\":%" PRId64 ",\"quantum_ns\":%" PRId64 ",\"forwarded\":%" PRIu64
+		"{\"delay_ns\":%" PRId64 ",\"quantum_ns\":%" PRId64 ",\"forwarded\":%" PRIu64 ",\"batches\":%" PRIu64
 		",\"no_route\":%" PRIu64 ",\"non_ip\":%" PRIu64 ",\"send_errors\":%" PRIu64 ",\"ring_drops\":%" PRIu64
 		",\"ring_frames\":%u,\"timestamp_fallbacks\":%" PRIu64 ",\"skb_timestamps\":%" PRIu64 ",\"future_timestamps\":%" PRIu64 ",\"late_beyond_half_quantum\":%" PRIu64
 		",\"max_late_ns\":%" PRId64 ",\"max_early_ns\":%" PRId64 ",\"mean_error_ns\":%.1f"
 		",\"error_histogram\":{\"lt_half_q\":%" PRIu64 ",\"lt_q\":%" PRIu64 ",\"lt_2q\":%" PRIu64
 		",\"lt_5q\":%" PRIu64 ",\"lt_10q\":%" PRIu64 ",\"lt_100q\":%" PRIu64 ",\"ge_100q\":%" PRIu64
 		",\"early\":%" PRIu64 "},\"late_ge_ms\":{",
-		delay, quantum, forwarded, no_route, non_ip, send_err, ring_drops(rings, nin), rings[0].frames, ts_fallback, ts_software, ts_future,
+		delay, quantum, forwarded, batches, no_route, non_ip, send_err, ring_drops(rings, nin), rings[0].frames, ts_fallback, ts_software, ts_future,
 		late, max_late, max_early,
 		forwarded + no_route ? (double)sum_err / (double)(forwarded + no_route) : 0.0,
 		hist[0], hist[1], hist[2], hist[3], hist[4], hist[5], hist[6], hist[7]);
@@ -693,7 +764,7 @@ static int cmd_line(int argc, char **argv)
 		fclose(f);
 	return 0;
 usage:
-	fprintf(stderr, "usage: tevdelay line --delay-ns D [--quantum-ns Q] [--held-ms MS,...] [--stats FILE] "
+	fprintf(stderr, "usage: tevdelay line --delay-ns D [--quantum-ns Q] [--release batch|each] [--held-ms MS,...] [--stats FILE] "
 			"--in IF [...] --route IP=IF,DSTMAC,SRCMAC [...] [--rate-bps R --buffer-bytes B "
 			"--data-in IF [...] --data-route IP=IF,DSTMAC,SRCMAC [...]]\n");
 	return 2;
