@@ -85,6 +85,27 @@ def test_transient_trouble_is_retried_before_a_rate_is_refused(tmp_path):
     assert found["rate_bps"] == 1.0e9
 
 
+def test_a_small_shortfall_in_a_run_the_host_stalled_is_tried_again_a_large_one_is_not(tmp_path):
+    # at 193.6 ms one 23-ms stall left 1.2 Gbps delivering 95.6 % of its payload; at a rate
+    # the host cannot carry the shortfall is large (7.9 Gbps: 33 %)
+    stall = fidelity.Finding("link", "2837/523589 data frames held back 16 ms or more")
+    calls = []
+
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps, link=None, judged_at=1):
+        calls.append(rate_bps)
+        first = calls.count(rate_bps) == 1
+        share = 0.33 if rate_bps > 2e9 else 0.956 if first else 0.99
+        return {"fidelity": _verdict([stall] if first else []),
+                "measured": {"steady_throughput_bps": 0.0, "link_steady": {"bps": share * rate_bps, "source": "link engine"},
+                             "acks": {}, "cpu_stolen": 0.0}}
+    found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=193.6, flows=1, duration_s=8,
+                                    start_bps=7.9e9, link="tevlink", judged_at=8)
+    assert calls[0] == 7.9e9 and calls.count(7.9e9) == 1   # large: refused at once
+    assert calls[1:3] == [1.2e9, 1.2e9]                    # small, and stalled: tried again
+    assert found["tried"][1]["reasons"] and not found["tried"][2]["reasons"]
+    assert found["rate_bps"] >= 1.2e9
+
+
 def test_nothing_faithful_down_to_the_floor_is_none(tmp_path):
     executor, calls = _host(delivers_up_to=0.1e9, exact=True)
     found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=0.2, flows=1, duration_s=4,

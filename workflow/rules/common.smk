@@ -230,8 +230,9 @@ def other_campaign_tables(wildcards):
 
 
 # The cross-validation of time dilation (`make validate-dilation`): the full campaign's
-# tables where they exist, else the quick one's, else none (the paragraph then says so).
-DILATION_CAMPAIGNS = ("dilation", "dilation-quick")
+# tables where they exist, else the quick one's, else the long path's, else none (the
+# paragraph then says so).
+DILATION_CAMPAIGNS = ("dilation", "dilation-quick", "dilation-long")
 
 
 def validation_tables(wildcards):

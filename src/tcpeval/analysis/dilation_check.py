@@ -1,5 +1,5 @@
 """Cross-validation of time dilation: the same condition at k = 1 and at k > 1 must give
-the same virtual-path results (campaigns `dilation` and `dilation-quick`, criteria
+the same virtual-path results (campaigns `dilation`, `dilation-quick` and `dilation-long`, criteria
 dilation_k1/k2/k4; `make validate-dilation`).
 
 For one condition (variant, RTT, drop, rate) and one factor k, against k = 1:

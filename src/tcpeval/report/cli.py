@@ -193,7 +193,7 @@ def cmd_dilation_check(args) -> int:
     ds = _dataset_if_run(args)
     if ds is None and args.strict:
         raise UserError(f"{results / 'runs.parquet'}: no tables of the cross-validation; run "
-                        f"`make validate-dilation` (campaign dilation or dilation-quick)")
+                        f"`make validate-dilation` (campaign dilation, dilation-quick or dilation-long)")
     out = dilation_check.write(ds, campaign if ds is not None else None, Path(args.fig_dir),
                                Path(args.out_tex), Path(args.out_json) if args.out_json else None)
     s = out["summary"]
@@ -267,8 +267,8 @@ def add_parsers(sub) -> None:
     common(p)
     p.set_defaults(func=cmd_validation)
 
-    p = sub.add_parser("dilation-check", help="the cross-validation of time dilation (campaign dilation or "
-                                              "dilation-quick): figure, paragraph, comparisons; 'not run' "
+    p = sub.add_parser("dilation-check", help="the cross-validation of time dilation (campaign dilation, "
+                                              "dilation-quick or dilation-long): figure, paragraph, comparisons; 'not run' "
                                               "without results")
     p.add_argument("--fig-dir", required=True, help="where dilation-check.{pdf,png,tex} go")
     p.add_argument("--out-tex", required=True, help="the manuscript's paragraph")
