@@ -16,10 +16,12 @@ RTT_MS = 20.0            # a delay of 100 quanta or more: Q = 250 us, the cap
 BIG_BUFFER = 48 << 20    # more frames than the rings' fixed 32,768 hold
 
 
-def test_acks_leave_in_batches_within_half_a_quantum_and_a_lone_probe_on_time(backend, rate, tmp_path, monkeypatch):
+
+def test_acks_leave_in_batches_within_half_a_quantum_and_a_lone_probe_on_time(backend, rate_on, tmp_path, monkeypatch):
     from tcpeval.backends.emulated.delay import quantum_ns
 
     monkeypatch.setenv("TCPEVAL_LINK", "tevlink")
+    rate = rate_on("tevlink", RTT_MS)
     cond = adhoc_condition(["reno"], RTT_MS, 0.0, 4.0, impl="native", rate_bps=rate, seed=3, dilation=1)
     rec = backend.run(cond, tmp_path)
     line = rec["measured"]["delay_line"]
@@ -38,8 +40,9 @@ def test_acks_leave_in_batches_within_half_a_quantum_and_a_lone_probe_on_time(ba
     assert rec["fidelity"]["verdict"] == "ok", rec["fidelity"]["reasons"]
 
 
-def test_the_link_engines_data_ring_holds_its_whole_buffer(backend, rate, tmp_path, monkeypatch):
+def test_the_link_engines_data_ring_holds_its_whole_buffer(backend, rate_on, tmp_path, monkeypatch):
     monkeypatch.setenv("TCPEVAL_LINK", "tevlink")
+    rate = rate_on("tevlink", RTT_MS)
     # a buffer far beyond a BDP: the run is not meant to be faithful (the receivers' reader
     # falls behind a queue of 0.8 s), only to fill its rings
     cond = adhoc_condition(["reno"], RTT_MS, 0.0, 4.0, impl="native", rate_bps=rate,
