@@ -15,13 +15,14 @@ VENV := .venv/bin
 SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE)
 CONFIG = --config campaign=$(CAMPAIGN) backend=$(BACKEND) $(CONFIG_ARGS)
 
-.PHONY: bootstrap image paper findings validation validate-dilation runs dry-run report snakemake-report test test-all lint bench status design data-push data-pull cleanup clean help
+.PHONY: bootstrap image paper findings validation validate-dilation runs dry-run report snakemake-report calibrate test test-all lint bench status design data-push data-pull cleanup clean help
 
 help:
 	@echo "make paper  [CAMPAIGN=smoke|quick|paper] [BACKEND=emulated|testbed]  runs -> paper/main.pdf"
 	@echo "make findings [FINDINGS=findings|findings-short-rtt]  the cells the published findings read, on the paper's link, then the paper"
 	@echo "make validation                the validation campaign (Reno vs Mathis model, ~4 h), then the paper"
-	@echo "make test                      the default test suite (well under 30 min)"
+	@echo "make calibrate                 measure what this host carries faithfully, unless cached (~20 min; the first run does it otherwise)"
+	@echo "make test                      the default test suite (well under 30 min once calibrated)"
 	@echo "make test-all                  including slow tests"
 	@echo "make lint                      ruff, snakefmt --check, snakemake --lint (paper's and a non-paper design)"
 	@echo "make bench                     benchmarks (throughput of the emulator, analysis speed)"
@@ -81,6 +82,12 @@ status: bootstrap
 
 design: bootstrap
 	$(VENV)/tcpeval design check
+
+# The emulated backend's calibration of this host (tcpeval.backends.emulated.calibrate),
+# once per host, kernel and build: the root tests and the first run need it; CI measures
+# it before the tests so that their time is their own.
+calibrate: bootstrap
+	$(VENV)/tcpeval calibrate --if-missing
 
 test: bootstrap
 	$(VENV)/python -m pytest -m "not slow" $(PYTEST_ARGS)

@@ -199,7 +199,7 @@ def cmd_calibrate(args) -> int:
         return 0
     backend = _backend("emulated", args)
     try:
-        data = backend.calibrate(duration_s=args.duration, force=True)
+        data = backend.calibrate(duration_s=args.duration, force=not args.if_missing)
     except PreflightError as err:
         raise UserError(str(err)) from None
     except BackendError as err:
@@ -207,7 +207,7 @@ def cmd_calibrate(args) -> int:
         return 1
     print(envelope_table(data))
     print(f"default bottleneck rate {data['default_rate_bps'] / 1e9:.1f} Gbps ({data['link']}); "
-          f"cached in {data.get('cache_file')}")
+          f"cached in {data.get('cache_file') or calibrate.cache_path(data['key'])}")
     return 0
 
 
@@ -367,6 +367,8 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("calibrate", help="measure what this host carries on the emulated path (cached)")
     p.add_argument("--duration", type=float, default=4.0, help="seconds per calibration point")
     p.add_argument("--show", action="store_true", help="print the cached calibration")
+    p.add_argument("--if-missing", action="store_true",
+                   help="measure only when no calibration of this host, kernel and build is cached")
     p.add_argument("--lock-timeout", type=float, default=common.LOCK_TIMEOUT_S)
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_calibrate)
