@@ -135,6 +135,7 @@ def test_snakemake_takes_a_tiny_campaign_from_traces_to_the_pdf(tmp_path):
     assert "flagged" in verdicts  # flagged runs are left out, and counted
     assert f"({verdicts.count('ok')} of 33 runs used)" in text
     assert f"{verdicts.count('flagged')} run(s) with fidelity verdict" in text
+    _snakemake_report_is_whole_in_a_browser(tmp_path)
     # every system file the build read (fonts too) comes from tools/apt-packages.txt
     sys.path.insert(0, str(REPO / "tests" / "deps"))
     import deps_check
@@ -153,19 +154,27 @@ def test_snakemake_takes_a_tiny_campaign_from_traces_to_the_pdf(tmp_path):
     assert all(counts[r] == 1 for r in ("table1", "table2", "claims", "macros", "validation", "dilation_check"))
 
 
-@pytest.mark.slow
-def test_snakemake_report_shows_the_figures_with_their_captions(tmp_path):
-    _tiny_campaign(tmp_path)
-    assert _snakemake(tmp_path).returncode == 0
-    report = _snakemake(tmp_path, "--report", "report.html")
+def _snakemake_report_is_whole_in_a_browser(root: Path) -> None:
+    """`snakemake --report` of the campaign just built: each figure with its caption, and
+    the page as Chromium shows it -- its app renders without a script error, every figure
+    it carries decodes, nothing scrolls sideways (screenshot beside the test's files)."""
+    from browser_check import chromium, open_page, problems
+
+    report = _snakemake(root, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]
-    html = (tmp_path / "report.html").read_text(errors="replace")
+    html = (root / "report.html").read_text(errors="replace")
     for name in ("responsiveness-rtt6.2.png", "utilisation.png", "convergence.png", "flows.png"):
         assert name in html
     # one caption file, the text of each figure's kind (workflow/report/figure.rst)
     for caption in ("Responsiveness and efficiency at one RTT", "Link utilisation (Fig. 8)",
                     "Convergence (Fig. 9)", "Per-flow mean throughput"):
         assert caption in html
+    if chromium() is None:  # tools/apt-packages.txt installs it; tests/deps checks that
+        pytest.fail("chromium-headless-shell is not installed (tools/apt-packages.txt)")
+    seen = open_page(root / "report.html", root / "snakemake-report.png")
+    assert not problems(seen), problems(seen)
+    assert "Figures" in seen["text"], seen["text"][:2000]  # the app rendered its categories
+    assert len(seen["embedded"]) >= 5 and all(i["width"] > 100 for i in seen["embedded"]), seen["embedded"]
 
 
 def test_config_defaults_are_the_schemas(tmp_path):

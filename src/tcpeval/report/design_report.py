@@ -44,7 +44,7 @@ METRIC_COLUMNS = {
     "jain_over_overlap": [("jain_overlap", "Jain (overlap)", 1, "{:.3f}"), ("overlap_s", "overlap [s]", 1, "{:.1f}")],
     "throughput_timeline": [],
 }
-# The bar plots' metric: the first of these the criterion names, by its column.
+# The bar plots' metric: the first of these the criterion names, by its column (_headline).
 HEADLINE = {"mean_throughput": "tcp_total_bps", "jain_over_overlap": "jain_overlap", "jain_index": "jain",
             "recovery": "recovery_ratio", "retransmission_rate": "retrans_rate"}
 
@@ -145,6 +145,16 @@ def _bars(table: pd.DataFrame, factor: str, metric_col: str, heading: str, scale
     return fig
 
 
+def _headline(metric_cols: list[tuple], metrics: list[str]) -> tuple | None:
+    """The bar plots' metric column: the first HEADLINE metric the criterion names, else the
+    first column of its metrics (convergence: the convergence time); None when its metrics
+    have no column (a timeline only)."""
+    for name in HEADLINE:
+        if name in metrics:
+            return next(c for c in METRIC_COLUMNS[name] if c[0] == HEADLINE[name])
+    return metric_cols[0] if metric_cols else None
+
+
 def _fmt_level(key: str, value) -> str:
     if isinstance(value, str):
         return value
@@ -191,10 +201,10 @@ def build(design: dict, campaign: str, backend: str, results: Path, *, include_f
                       bars=[], timelines=[], figures=[], metric_cols=metric_cols,
                       n_expected=n_expected, n_ok=len(have))
         # bar plots of the headline metric per varying factor
-        head = next((m for m in HEADLINE if m in crit.get("metrics", ["mean_throughput"])), "mean_throughput")
-        col, heading, scale, _ = next(c for c in METRIC_COLUMNS[head] if c[0] == HEADLINE[head])
+        headline = _headline(metric_cols, crit.get("metrics", ["mean_throughput"]))
         varying = [c for c in cols if c != "flows_label" and not table.empty and table[c].nunique() > 1]
-        if not table.empty and (varying or table["flows_label"].nunique() > 1):
+        if headline and not table.empty and (varying or table["flows_label"].nunique() > 1):
+            col, heading, scale, _ = headline
             for factor in varying or ["flows_label"]:
                 others = [c for c in cols if c not in (factor, "flows_label") and table[c].nunique() > 1]
                 hue = "flows_label" if factor != "flows_label" and table["flows_label"].nunique() > 1 else (
