@@ -72,6 +72,22 @@ def test_ks_resolution_forgives_offsets_below_it_and_only_those():
     assert d0 == dc.ks_2samp(a, b, resolution=0.0)[0] > dc.ks_2samp(a, b, resolution=0.2)[0]
 
 
+def test_ks_resolution_is_never_finer_than_one_read_of_the_receiver_per_interval():
+    # dilation-long at 0.2 Gbps, p = 0: k = 1 intervals anywhere in 189-197 Mbit/s, k = 4
+    # intervals 36 or 37 reads of 65,700 bytes per 0.1 s (189.2 or 194.5 Mbit/s), same mean
+    rng = np.random.default_rng(7)
+    piece = 8 * dc.READ_QUANTUM_BYTES / 0.1
+    k1 = rng.uniform(36.0, 37.5, 600) * piece
+    k4 = rng.choice([36, 37], 600, p=[0.4, 0.6]) * piece
+    assert dc.ks_resolution(0.2e9, 0.1) == pytest.approx(piece) and piece > 0.01 * 0.2e9
+    assert dc.ks_resolution(10e9, 0.1) == pytest.approx(1e8)  # at 10 Gbps 1 % of the link is coarser
+    assert dc.ks_resolution(math.nan, math.nan) == 0.0
+    assert dc.ks_2samp(k1, k4, resolution=0.01 * 0.2e9)[1] < 0.01   # finer than a read: "different"
+    assert dc.ks_2samp(k1, k4, resolution=dc.ks_resolution(0.2e9, 0.1))[1] > 0.5
+    # a shift of two reads is still found
+    assert dc.ks_2samp(k1, k4 - 2.2 * piece, resolution=dc.ks_resolution(0.2e9, 0.1))[1] < 0.01
+
+
 def _rates(seed, mean=1e9, n=200):
     return np.random.default_rng(seed).normal(mean, 0.1 * mean, n)
 
@@ -103,6 +119,19 @@ def test_a_side_without_usable_runs_is_not_judged_and_says_which():
     assert got["runs"] == [2, 1] and got["ok_runs"] == [0, 1]
 
 
+def test_sides_on_different_link_mechanisms_are_not_judged_and_say_which():
+    # dilation-long, 2026-11-26: with the mechanism left to choose, k = 1 took TBF (the
+    # engine's envelope at 24.2 ms read 0.3 Gbps that morning) and k = 4 the link engine;
+    # their per-interval distributions differed at p = 0 with means 0.7 % apart
+    ref, dil = _side(1, (1, 2), (1000, 1000)), _side(4, (11, 12), (1000, 1000))
+    ref.links, dil.links = {"tbf"}, {"tevlink"}
+    got = dc.compare(ref, dil)
+    assert not got["judged"] and not got["agree"]
+    assert "k = 1 ran on tbf, k = 4 on tevlink" in got["why"] and "TCPEVAL_LINK" in got["why"]
+    dil.links = {"tbf"}
+    assert dc.compare(ref, dil)["agree"]
+
+
 def test_conditions_group_the_campaigns_runs_by_condition_and_factor():
     # two repetitions of one condition at k = 1 and 2; the k = 2 repetition 2 was flagged
     # (absent from the usable runs) and counts as expected but not usable
@@ -127,6 +156,9 @@ def test_conditions_group_the_campaigns_runs_by_condition_and_factor():
     s = dc.summary(got)
     assert s["comparisons"] == 1 and s["judged"] == s["agree"] == 1 and s["factors"] == [2]
     assert s["variants_all_agree"] == ["cubic"] and math.isfinite(s["max_abs_mean_diff"])
+    # the runs table's mechanism column decides whether the sides are alike
+    mixed = used.assign(mech_rate=np.where(used["criterion"] == "dilation_k1", "tbf", "tevlink"))
+    assert "ran on tbf" in dc.conditions(mixed, expected, samples)[0]["why"]
 
 
 def test_without_a_repetition_usable_at_both_factors_losses_compare_per_run_means():

@@ -16,13 +16,16 @@ For one condition (variant, RTT, drop, rate) and one factor k, against k = 1:
   is the plain D, and it is never larger, so the test stays a test of "further apart than
   the resolution"). Without it a full link is a point mass whose sub-percent jitter -- at
   k = 1 the host's scheduling hiccups, which dilation shrinks by k -- decides the test;
-  1 % of the link is 1 ms of a 100-ms interval;
+  1 % of the link is 1 ms of a 100-ms interval. Nor finer than the receiver's own counting:
+  the resolution is at least one READ_QUANTUM_BYTES per interval;
 - loss events: the dropped-packet counts agree within Poisson noise (LOSS_SIGMAS standard
   deviations) or LOSS_TOLERANCE, whichever is wider -- summed over the repetitions usable
   at both factors (repetition r meets the same drop sequence at every k), else over the
   per-run means.
 The tidy tables are in virtual units already (tcpeval.analysis.extract reads every trace
-through tcpeval.dilation.to_virtual). Only runs with fidelity verdict ok count (the
+through tcpeval.dilation.to_virtual). A pair whose sides ran on different bottleneck mechanisms (TBF at k = 1, the
+link engine at k = 4) is not judged: it would compare the mechanisms. Only runs with
+fidelity verdict ok count (the
 Dataset leaves flagged ones out): a flagged run (a stretched ACK clock, a stalled delay
 line) measures the host, not the method, and a side left without ok runs is not judged.
 """
@@ -41,6 +44,11 @@ LOSS_TOLERANCE = 0.05
 STEADY_FROM = 0.2  # share of the run left out as start-up (slow start)
 RHO_MAX = 0.95  # a run counts as at least n / 39 independent intervals
 KS_RESOLUTION = 0.01  # of the link rate: interval rates closer than this are not told apart
+# ... nor closer than what one read of the receiver can carry in an interval: at 0.2 Gbps
+# and k >= 2 the receiver took its data in 45-segment pieces (65,700 bytes) and the
+# intervals of a full link came out 36 or 37 pieces long, 189.2 or 194.5 Mbit/s (k = 1:
+# anywhere between), 2.7 % of the link apart
+READ_QUANTUM_BYTES = 45 * 1460
 CRITERION_PREFIX = "dilation_k"
 
 
@@ -53,6 +61,7 @@ class Side:
     intervals_bps: np.ndarray = field(default_factory=lambda: np.zeros(0))  # steady state, all runs
     effective_n: float = 0.0                        # of those intervals, as independent draws
     dropped: dict = field(default_factory=dict)     # repetition -> dropped packets, usable runs
+    links: set = field(default_factory=set)         # the bottleneck mechanisms its runs used
 
 
 def effective_size(series) -> float:
@@ -93,20 +102,37 @@ def ks_2samp(a, b, n_a: float | None = None, n_b: float | None = None,
     return d, float(min(1.0, max(0.0, p)))
 
 
-def compare(ref: Side, dil: Side, link_rate_bps: float = math.nan) -> dict:
+def _not_judged(base: dict, resolution: float, why: str) -> dict:
+    return {**base, "judged": False, "why": why,
+            "mean_bps": [math.nan, math.nan], "mean_rel_diff": math.nan, "ks_d": math.nan,
+            "ks_p": math.nan, "ks_effective_n": [0.0, 0.0], "ks_resolution_bps": resolution,
+            "loss_events": [0, 0], "loss_band": math.nan, "loss_reps": [],
+            "checks": {}, "agree": False}
+
+
+def ks_resolution(link_rate_bps: float, interval_s: float) -> float:
+    """KS_RESOLUTION of the link rate or one READ_QUANTUM_BYTES per interval, whichever is
+    coarser (an unknown figure contributes nothing)."""
+    of_link = KS_RESOLUTION * link_rate_bps if link_rate_bps == link_rate_bps else 0.0
+    of_read = 8 * READ_QUANTUM_BYTES / interval_s if interval_s == interval_s and interval_s > 0 else 0.0
+    return max(of_link, of_read)
+
+
+def compare(ref: Side, dil: Side, link_rate_bps: float = math.nan, interval_s: float = math.nan) -> dict:
     """The three checks for one condition: k = 1 against one k > 1 (the KS test at
-    KS_RESOLUTION of link_rate_bps; unknown rate: no resolution)."""
-    resolution = KS_RESOLUTION * link_rate_bps if link_rate_bps == link_rate_bps else 0.0
+    ks_resolution(link_rate_bps, interval_s); both unknown: no resolution)."""
+    resolution = ks_resolution(link_rate_bps, interval_s)
     base = {"factor": dil.factor, "runs": [ref.expected, dil.expected],
             "ok_runs": [len(ref.means_bps), len(dil.means_bps)], "ks_alpha": KS_ALPHA}
     if not ref.means_bps or not dil.means_bps:
         side = ref if not ref.means_bps else dil
-        return {**base, "judged": False,
-                "why": f"no usable k = {side.factor} run (flagged or missing: the host, not the method)",
-                "mean_bps": [math.nan, math.nan], "mean_rel_diff": math.nan, "ks_d": math.nan,
-                "ks_p": math.nan, "ks_effective_n": [0.0, 0.0], "ks_resolution_bps": resolution,
-                "loss_events": [0, 0], "loss_band": math.nan, "loss_reps": [],
-                "checks": {}, "agree": False}
+        return _not_judged(base, resolution,
+                           f"no usable k = {side.factor} run (flagged or missing: the host, not the method)")
+    if ref.links and dil.links and ref.links != dil.links:
+        return _not_judged(base, resolution,
+                           f"k = 1 ran on {', '.join(sorted(ref.links))}, k = {dil.factor} on "
+                           f"{', '.join(sorted(dil.links))}: that compares the link mechanisms, not time "
+                           f"dilation (pin one: $TCPEVAL_LINK)")
     m1, mk = float(np.mean(ref.means_bps)), float(np.mean(dil.means_bps))
     rel = (mk - m1) / m1 if m1 else math.nan
     d, p = ks_2samp(ref.intervals_bps, dil.intervals_bps, ref.effective_n or None, dil.effective_n or None,
@@ -138,6 +164,8 @@ def _side(factor: int, expected: pd.DataFrame, runs: pd.DataFrame, samples_by_ru
     if not len(runs):
         return side
     side.means_bps = [float(x) for x in runs["mean_bps"]]
+    if "mech_rate" in runs:
+        side.links = {str(x) for x in runs["mech_rate"] if isinstance(x, str) and x}
     side.dropped = {int(r): int(x) if x == x and x is not None else 0
                     for r, x in zip(runs["rep"], runs["dropped_packets"])}
     parts = []
@@ -171,11 +199,14 @@ def conditions(runs: pd.DataFrame, expected: pd.DataFrame, samples: pd.DataFrame
             continue
         rate = used.loc[(used["variant"] == variant) & (used["rtt_ms"] == rtt), "link_rate_bps"]
         link = float(rate.median()) if len(rate) else math.nan
+        intervals = used.loc[(used["variant"] == variant) & (used["rtt_ms"] == rtt), "interval_s"] \
+            if "interval_s" in used else pd.Series(dtype=float)
+        interval = float(intervals.median()) if len(intervals) else math.nan
         for k in sorted(sides):
             if k == 1:
                 continue
             out.append({"variant": variant, "rtt_ms": float(rtt), "drop": float(p), "rate_bps": link,
-                        **compare(sides[1], sides[k], link)})
+                        **compare(sides[1], sides[k], link, interval)})
     return out
 
 
@@ -198,5 +229,5 @@ def summary(results: list[dict]) -> dict:
         "tolerances": {"mean": MEAN_TOLERANCE, "ks_alpha": KS_ALPHA,
                        "loss_sigmas": LOSS_SIGMAS, "loss_tolerance": LOSS_TOLERANCE,
                        "steady_from": STEADY_FROM, "ks_rho_max": RHO_MAX,
-                       "ks_resolution": KS_RESOLUTION},
+                       "ks_resolution": KS_RESOLUTION, "read_quantum_bytes": READ_QUANTUM_BYTES},
     }

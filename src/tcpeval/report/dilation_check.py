@@ -126,7 +126,8 @@ def _sentence(s: dict, ds: T.Dataset | None, campaign: str | None, rate_bps: flo
             f"{num(100 * dc.MEAN_TOLERANCE, 0)}\\,\\%), a two-sample Kolmogorov-Smirnov test at "
             f"$\\alpha = {dc.KS_ALPHA:g}$ (successive intervals of a run are correlated, so each side "
             f"counts as its effective number of independent intervals; resolution "
-            f"{num(100 * dc.KS_RESOLUTION, 0)}\\,\\% of the link rate) tells the per-interval "
+            f"{num(100 * dc.KS_RESOLUTION, 0)}\\,\\% of the link rate or one receiver read of "
+            f"{num(dc.READ_QUANTUM_BYTES / 1000, 1)}\\,kB per interval, whichever is coarser) tells the per-interval "
             f"distributions apart in "
             f"{s['failed_checks']['distribution']} (smallest {_p(s['min_ks_p'])}), and the "
             f"loss-event counts differ beyond Poisson noise in {s['failed_checks']['loss_events']} "
@@ -136,7 +137,8 @@ def _sentence(s: dict, ds: T.Dataset | None, campaign: str | None, rate_bps: flo
             parts.append(f"Every comparison agrees for {names}.")
     if s["not_judged"]:
         parts.append(f"{s['not_judged']} comparison(s) are not judged: every run on one side was "
-                     f"flagged by its fidelity verdict or is missing.")
+                     f"flagged by its fidelity verdict or is missing, or the two sides ran on different "
+                     f"link mechanisms.")
     parts.append(flag_summary(ds) or escape(ds.note()) + ".")
     return " ".join(parts)
 
