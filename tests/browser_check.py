@@ -19,8 +19,11 @@ WIDTH = 1280
 MAX_HEIGHT = 16000
 PROBE_ID = "tcpeval-browser-probe"
 # Chromium's own settings for a container: no user namespaces for its sandbox (we run as
-# root), no GPU, no first-run or crash-reporter work
-FLAGS = ["--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run", "--disable-crash-reporter"]
+# root), no GPU, no first-run or crash-reporter work, and its shared memory in /tmp
+# (podman gives a container 64 MB of /dev/shm; a full-page screenshot of the design report
+# is 1280 x 14,000 pixels, 70 MB)
+FLAGS = ["--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run", "--disable-crash-reporter",
+         "--disable-dev-shm-usage"]
 
 PROBE = """<script>
 (() => {
