@@ -110,7 +110,7 @@ lint: bootstrap
 # dilation-long: 24.2 ms, k = 1 and 4, about 1.2 h),
 # the manuscript of CAMPAIGN (which now shows it), then the comparisons as a table; the
 # exit status is 1 unless every judged comparison agrees.
-# Every run of the comparison on one link mechanism (DILATION_LINK, $$TCPEVAL_LINK): left
+# Every run of the comparison on one link mechanism (DILATION_LINK, passed as TCPEVAL_LINK): left
 # to choose, a run at k = 1 may take TBF and its k = 4 twin the link engine, and the
 # comparison would be of the mechanisms (dilation_check refuses to judge such a pair).
 DILATION_CAMPAIGN ?= dilation

@@ -9,11 +9,15 @@ findings into the DOM, which `--dump-dom` prints. A second Chromium takes the sc
 the page's full height."""
 from __future__ import annotations
 
+import html
 import json
+import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 WIDTH = 1280
 MAX_HEIGHT = 16000
@@ -68,15 +72,18 @@ PROBE = """<script>
 </script>""" % {"id": PROBE_ID}
 
 
-def chromium() -> str | None:
-    return shutil.which("chromium-headless-shell")
+def require_chromium() -> None:
+    """Fail, not skip, without Chromium: tools/apt-packages.txt installs it, and a skipped
+    test would hide a machine that lacks it (tests/deps checks the list)."""
+    if shutil.which("chromium-headless-shell") is None:
+        pytest.fail("chromium-headless-shell is not installed (tools/apt-packages.txt)")
 
 
 def _with_probe(page: Path, dest: Path) -> Path:
-    html = page.read_text(errors="replace")
-    head = re.search(r"<head[^>]*>", html, re.I)
+    text = page.read_text(errors="replace")
+    head = re.search(r"<head[^>]*>", text, re.I)
     at = head.end() if head else 0
-    dest.write_text(html[:at] + PROBE + html[at:])
+    dest.write_text(text[:at] + PROBE + text[at:])
     return dest
 
 
@@ -87,7 +94,9 @@ def _chromium(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 def open_page(page: Path, screenshot: Path, *, budget_ms: int = 10000) -> dict:
     """What Chromium made of ``page`` (see PROBE for the fields), its screenshot written to
-    ``screenshot`` (a PNG of the whole page, WIDTH wide)."""
+    ``screenshot`` (a PNG of the whole page, WIDTH wide, at most MAX_HEIGHT high) and copied
+    to $TCPEVAL_TEST_ARTIFACTS when that is set."""
+    require_chromium()
     probed = _with_probe(page, page.with_name(page.stem + ".probed.html"))
     try:
         url = probed.resolve().as_uri()
@@ -95,13 +104,16 @@ def open_page(page: Path, screenshot: Path, *, budget_ms: int = 10000) -> dict:
         found = re.search(rf'<pre id="{PROBE_ID}"[^>]*>(.*?)</pre>', dom.stdout, re.S)
         if not found:
             raise AssertionError(f"the probe did not report (exit {dom.returncode}): {dom.stderr[-2000:]}")
-        import html as html_mod
-        seen = json.loads(html_mod.unescape(found.group(1)))
+        seen = json.loads(html.unescape(found.group(1)))
         height = min(MAX_HEIGHT, max(600, int(seen["height"])))
         shot = _chromium(f"--window-size={WIDTH},{height}", f"--virtual-time-budget={budget_ms}",
                          f"--screenshot={screenshot}", url)
         if shot.returncode != 0 or not screenshot.exists():
             raise AssertionError(f"no screenshot (exit {shot.returncode}): {shot.stderr[-2000:]}")
+        if os.environ.get("TCPEVAL_TEST_ARTIFACTS"):
+            artifacts = Path(os.environ["TCPEVAL_TEST_ARTIFACTS"])
+            artifacts.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(screenshot, artifacts / screenshot.name)
         return seen
     finally:
         probed.unlink(missing_ok=True)

@@ -159,7 +159,7 @@ def _snakemake_report_is_whole_in_a_browser(root: Path) -> None:
     """`snakemake --report` of the campaign just built: each figure with its caption, and
     the page as Chromium shows it -- its app renders without a script error, every figure
     it carries decodes, nothing scrolls sideways (screenshot beside the test's files)."""
-    from browser_check import chromium, open_page, problems
+    from browser_check import open_page, problems
 
     report = _snakemake(root, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]
@@ -170,8 +170,6 @@ def _snakemake_report_is_whole_in_a_browser(root: Path) -> None:
     for caption in ("Responsiveness and efficiency at one RTT", "Link utilisation (Fig. 8)",
                     "Convergence (Fig. 9)", "Per-flow mean throughput"):
         assert caption in html
-    if chromium() is None:  # tools/apt-packages.txt installs it; tests/deps checks that
-        pytest.fail("chromium-headless-shell is not installed (tools/apt-packages.txt)")
     seen = open_page(root / "report.html", root / "snakemake-report.png")
     assert not problems(seen), problems(seen)
     assert {"Workflow", "Statistics", "Results"} <= set(seen["text"].split()), seen["text"][:2000]  # the app ran

@@ -16,7 +16,6 @@ RTT_MS = 20.0            # a delay of 100 quanta or more: Q = 250 us, the cap
 BIG_BUFFER = 48 << 20    # more frames than the rings' fixed 32,768 hold
 
 
-
 def test_acks_leave_in_batches_within_half_a_quantum_and_a_lone_probe_on_time(backend, rate_on, tmp_path, monkeypatch):
     from tcpeval.backends.emulated.delay import quantum_ns
 

@@ -23,10 +23,9 @@ For one condition (variant, RTT, drop, rate) and one factor k, against k = 1:
   at both factors (repetition r meets the same drop sequence at every k), else over the
   per-run means.
 The tidy tables are in virtual units already (tcpeval.analysis.extract reads every trace
-through tcpeval.dilation.to_virtual). A pair whose sides ran on different bottleneck mechanisms (TBF at k = 1, the
-link engine at k = 4) is not judged: it would compare the mechanisms. Only runs with
-fidelity verdict ok count (the
-Dataset leaves flagged ones out): a flagged run (a stretched ACK clock, a stalled delay
+through tcpeval.dilation.to_virtual). A pair whose sides ran on different bottleneck
+mechanisms (TBF at k = 1, the link engine at k = 4) is not judged: it would compare the
+mechanisms. Only runs with fidelity verdict ok count (the Dataset leaves flagged ones out): a flagged run (a stretched ACK clock, a stalled delay
 line) measures the host, not the method, and a side left without ok runs is not judged.
 """
 from __future__ import annotations
@@ -197,11 +196,9 @@ def conditions(runs: pd.DataFrame, expected: pd.DataFrame, samples: pd.DataFrame
             sides[int(k)] = _side(int(k), e, r, samples_by_run)
         if 1 not in sides:
             continue
-        rate = used.loc[(used["variant"] == variant) & (used["rtt_ms"] == rtt), "link_rate_bps"]
-        link = float(rate.median()) if len(rate) else math.nan
-        intervals = used.loc[(used["variant"] == variant) & (used["rtt_ms"] == rtt), "interval_s"] \
-            if "interval_s" in used else pd.Series(dtype=float)
-        interval = float(intervals.median()) if len(intervals) else math.nan
+        path = used[(used["variant"] == variant) & (used["rtt_ms"] == rtt)]
+        link = float(path["link_rate_bps"].median()) if len(path) else math.nan
+        interval = float(path["interval_s"].median()) if len(path) and "interval_s" in path else math.nan
         for k in sorted(sides):
             if k == 1:
                 continue
