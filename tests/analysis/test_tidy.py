@@ -189,3 +189,17 @@ def test_a_run_of_fixed_length_takes_every_interval(smoke_raw, smoke_conditions)
     assert row["metrics_from_s"] == 0.0 and row["precision_reached"] is None
     assert row["ran_s"] == cond.duration_s
     assert row["mean_bps"] == pytest.approx(flows[0]["mean_bps"])
+
+
+def test_a_run_records_its_wall_time_and_the_attempts_it_took(design):
+    from tcpeval.analysis import synthetic
+    cond = next(c for c in synthetic.campaign_conditions(design, "smoke", "emulated", duration_s=20.0)
+                if c.criterion == "responsiveness")
+    record = synthetic.make_record(cond)
+    record["started_at"], record["finished_at"] = "2026-11-26T14:37:14.500+00:00", "2026-11-26T14:37:58.250+00:00"
+    record["fidelity"]["earlier_attempts"] = [{"reasons": ["cc: ..."]}, {"reasons": ["cc: ..."]}]
+    row, _, _ = extract.summarise(record)
+    assert row["wall_s"] == pytest.approx(43.75) and row["attempts"] == 3
+    del record["finished_at"], record["fidelity"]["earlier_attempts"]
+    row, _, _ = extract.summarise(record)
+    assert np.isnan(row["wall_s"]) and row["attempts"] == 1

@@ -1,5 +1,7 @@
 """Claim checks: each type yields holds / does not hold / undecided at this budget / not
 enough data, deciding only where the cells' 95 % intervals are clear of the threshold."""
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
@@ -275,3 +277,42 @@ def test_the_models_figure_at_the_payload_ceiling_is_exact_and_below_it_has_the_
         assert cells.loc[d, "mean_frac"] == pytest.approx(1.0) and cells.loc[d, "mean_frac_hw"] == 0.0
     assert cells.loc[1e-3, "mean_frac"] < 0.9
     assert cells.loc[1e-3, "mean_frac_hw"] == pytest.approx(C.MODEL_RELATIVE_HW * cells.loc[1e-3, "mean_frac"])
+
+
+def test_a_findings_budget_is_the_cells_runs_and_time_it_read():
+    from tcpeval.analysis.tables import Dataset
+    runs = _runs({"reno": [4.0, 4.1], "bic": [8.0, 8.1, 8.2]})
+    runs["duration_s"] = 300.0
+    runs["ran_s"] = [30.5, 42.0, float("nan"), 300.0, 61.5]      # nan: a fixed-length run
+    runs["wall_s"] = [200.0, 290.0, 2100.0, 2100.0, 430.0]
+    runs["attempts"] = [1, 3, 1, 1, 2]
+    df = C.cells(Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False))
+    reno_only = {"type": "at_least", "metric": "mean_gbps", "threshold": 3.0,
+                 "where": {"criterion": "responsiveness", "variant": "reno"}}
+    assert C.budget(_claim(reno_only), df) == dict(cells=1, runs=2, virtual_s=72.5, wall_s=490.0, attempts=4)
+    both = {"type": "greater", "metric": "mean_gbps", "where": {"criterion": "responsiveness"},
+            "a": {"variant": "bic"}, "b": {"variant": "reno"}}
+    assert C.budget(_claim(both), df) == dict(cells=2, runs=5, virtual_s=734.0, wall_s=5120.0, attempts=8)
+    verdict = C.check_all([_claim(both)], Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(),
+                                                  include_flagged=False))[0]
+    assert (verdict.verdict, verdict.runs, verdict.virtual_s) == (C.HOLDS, 5, 734.0)
+    row = C.budget_table([replace(verdict, campaign="findings")]).splitlines()[1].split()
+    assert row[:7] == ["x", "findings", "2", "5", "734", "1.42", "8"] and row[7] == "holds:"
+    assert "\\" not in " ".join(row) and "+-" in row    # the verdict's text without its LaTeX
+
+
+def test_the_manuscript_leads_with_the_verdict_at_the_papers_scale_where_one_has_the_cells():
+    def v(cid, verdict, ours):
+        return C.Verdict(cid, "V", "p", "", verdict, ours)
+    columns = {"smoke": [v("a", C.HOLDS, "smoke a"), v("b", C.FAILS, "smoke b"), v("c", C.UNDECIDED, "smoke c")],
+               "findings": [v("a", C.FAILS, "findings a"), v("b", C.NODATA, "no runs"), v("c", C.HOLDS, "findings c")],
+               "paper": [v("a", C.HOLDS, "paper a"), v("b", C.NODATA, "no runs"), v("c", C.FAILS, "paper c")]}
+    lead = C.lead(columns, "smoke", ["findings", "paper"])
+    assert [(x.verdict, x.campaign, x.at_scale) for x in lead] == [
+        (C.FAILS, "findings", True), (C.FAILS, "smoke", False), (C.HOLDS, "findings", True)]
+    text = C.table(lead, built="smoke")
+    assert text.startswith("\\textbf{Led by the paper's scale:} 2 of 3 findings are judged on \\texttt{findings}")
+    assert "\\texttt{findings}$^*$: findings a" in text and "& smoke b &" in text
+    # built from the campaign at the paper's scale itself: no lead sentence, no names in rows
+    own = C.lead({"findings": columns["findings"]}, "findings", ["findings"])
+    assert "Led by" not in C.table(own, built="findings") and "$^*$:" not in C.table(own, built="findings")

@@ -24,6 +24,7 @@ rule metrics_run:
     log:
         f"{paths.run_pattern('logs/metrics')}.log",
     params:
+        code=CODE,
         out_dir=dir_of("run"),
         skip=SKIP_BAD,
         opts=METRIC_OPTS,
@@ -43,6 +44,7 @@ rule metrics_gather:
     log:
         f"logs/analysis/{SCOPE}/gather.log",
     params:
+        code=CODE,
         dirs=gathered_run_dirs,
         out=dir_of("runs"),
         skip=SKIP_BAD,

@@ -49,6 +49,30 @@ from tcpeval.backends import algorithms, planning  # noqa: E402
 if algorithms.problems(RUNS, config["backend"]):
     raise WorkflowError("\n".join(algorithms.problems(RUNS, config["backend"])))
 
+
+def code_hash() -> str:
+    """Content hash of the code a trace's numbers pass through on their way to the paper
+    (tcpeval's own modules, its analysis and its report; not the backends): every rule from
+    the per-run metrics on passes it as a param, so that Snakemake's params trigger reruns
+    them after a change of that code, as a changed input would (a manuscript rebuilt after
+    every change is the new code's, never a mix)."""
+    import hashlib
+
+    package = Path(spec.__file__).parent
+    h = hashlib.sha256()
+    for path in sorted(
+        [
+            *package.glob("*.py"),
+            *package.glob("analysis/*.py"),
+            *package.glob("report/*.py"),
+        ]
+    ):
+        for part in (str(path.relative_to(package)).encode(), b"\0", path.read_bytes()):
+            h.update(part)
+    return h.hexdigest()[:16]
+
+
+CODE = code_hash()
 BACKEND = config["backend"]
 CAMPAIGN = config["campaign"]
 RAW_DIR = config["raw_dir"]

@@ -29,6 +29,7 @@ rule figure:
     wildcard_constraints:
         figure=FIGURE_CONSTRAINT,
     params:
+        code=CODE,
         figure=figure_args,
         results=results_of,
         out_dir=dir_of("pdf"),

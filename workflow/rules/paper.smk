@@ -9,6 +9,8 @@ rule cc_params:
         json=f"{RESULTS}/cc_params.json",
     log:
         f"logs/paper/{BACKEND}/{CAMPAIGN}/cc_params.log",
+    params:
+        code=CODE,
     shell:
         "tcpeval cc params --json > {output.json:q} 2> {log:q}"
 
@@ -22,6 +24,8 @@ rule table1:
         tex=f"{PAPER_OUT}/table1.tex",
     log:
         f"logs/paper/{BACKEND}/{CAMPAIGN}/table1.log",
+    params:
+        code=CODE,
     shell:
         "tcpeval table table1 --cc-params {input.params:q} --design {input.design:q} --out {output.tex:q} > {log:q} 2>&1"
 
@@ -36,6 +40,7 @@ rule table2:
     log:
         f"logs/paper/{BACKEND}/{CAMPAIGN}/table2.log",
     params:
+        code=CODE,
         results=results_of,
         flagged=FLAGGED,
     shell:
@@ -59,6 +64,7 @@ rule claims:
     log:
         f"logs/paper/{BACKEND}/{CAMPAIGN}/claims.log",
     params:
+        code=CODE,
         results=results_of,
         flagged=FLAGGED,
         also=" ".join(f"--also {c}" for c in OTHER_CAMPAIGNS),
@@ -78,6 +84,7 @@ rule validation:
     log:
         f"logs/paper/{BACKEND}/{CAMPAIGN}/validation.log",
     params:
+        code=CODE,
         results=VALIDATION_RESULTS,
         fig_dir=FIG_DIR,
         flagged=FLAGGED,
@@ -97,6 +104,7 @@ rule dilation_check:
     log:
         f"logs/paper/{BACKEND}/{CAMPAIGN}/dilation-check.log",
     params:
+        code=CODE,
         results=dilation_results_arg,
         fig_dir=FIG_DIR,
         flagged=FLAGGED,
@@ -119,6 +127,7 @@ rule macros:
     log:
         f"logs/paper/{BACKEND}/{CAMPAIGN}/macros.log",
     params:
+        code=CODE,
         results=results_of,
         flagged=FLAGGED,
     shell:
@@ -139,6 +148,7 @@ rule paper:
     log:
         f"logs/paper/{BACKEND}/{CAMPAIGN}/latexmk.log",
     params:
+        code=CODE,
         results=results_of,
         paper_dir=paper_dir_of,
     shell:

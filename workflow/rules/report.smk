@@ -16,6 +16,7 @@ rule design_report:
     log:
         f"logs/report/{SCOPE}.log",
     params:
+        code=CODE,
         campaign=CAMPAIGN,
         backend=BACKEND,
         results=results_of,

@@ -16,6 +16,7 @@ Sec. III-B (see `tcpeval.analysis.metrics`); the per-run choices made here:
 """
 from __future__ import annotations
 
+import datetime
 import json
 import math
 from pathlib import Path
@@ -171,6 +172,15 @@ def _quantile_half_widths(rates: np.ndarray) -> list[float]:
             for q in M.EFFICIENCY_QUANTILES]
 
 
+def _wall_s(record: dict) -> float:
+    """Seconds from the kept attempt's start to its end (NaN where the trace lacks either)."""
+    try:
+        start = datetime.datetime.fromisoformat(record["started_at"])
+        return (datetime.datetime.fromisoformat(record["finished_at"]) - start).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        return math.nan
+
+
 def _within_run_half_width(rates: np.ndarray) -> float:
     """The 95 % half-width of a run's mean throughput from its own interval throughputs
     (batch means, WITHIN_RUN_BATCHES batches; tcpeval.precision): what the claims use for
@@ -259,6 +269,10 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         "mech_drop": mech.get("drop"), "mech_delay": mech.get("delay"), "mech_rate": mech.get("rate"),
         "dilation": k,
         "started_at": record.get("started_at"),
+        # what the run cost the host: the kept attempt's wall time, and how many attempts
+        # the runner made (flagged attempts for host trouble are run again)
+        "wall_s": _wall_s(record),
+        "attempts": 1 + len(record["fidelity"].get("earlier_attempts") or []),
         # Sec. III-B responsiveness and efficiency (flow that starts first; single-flow runs)
         "mean_bps": (M.mean_throughput(first["t"], first["b"], steady) if from_s > 0 and steady.any()
                      else flow_rows[0]["mean_bps"]),

@@ -39,7 +39,7 @@ reproduced (the model agrees with the paper: look for an emulator or port fault)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -77,6 +77,15 @@ class Verdict:
     model: str = ""          # the same check on the response model ("" where it has no figure)
     model_text: str = ""
     model_link_limited: bool = False   # every cell the model read is at the link's payload ceiling
+    # what the verdict rests on (budget): the cells and runs the finding read, their traffic
+    # in virtual seconds, the kept attempts' wall time and every attempt the runner made
+    cells: int = 0
+    runs: int = 0
+    virtual_s: float = 0.0
+    wall_s: float = 0.0
+    attempts: int = 0
+    campaign: str = ""       # the campaign whose runs gave the verdict (lead)
+    at_scale: bool = False   # that campaign ran on the paper's link
 
 
 def cells(ds: T.Dataset) -> pd.DataFrame:
@@ -110,6 +119,11 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
     out = groups[metric_cols].mean()
     out["n"] = groups.size()
     out["link_gbps"] = groups["link_rate_bps"].median() / 1e9   # the link (frames) the cell ran on
+    # the cell's cost (budget): traffic in virtual s, the kept attempts' wall time, attempts
+    ran = r["ran_s"].fillna(r["duration_s"]) if "ran_s" in r else r.get("duration_s", pd.Series(np.nan, index=r.index))
+    out["virtual_s"] = ran.groupby([r[k] for k in keys]).sum()
+    for col in ("wall_s", "attempts"):
+        out[col] = groups[col].sum() if col in r else np.nan
     for metric in metric_cols:
         n, sd = groups[metric].count(), groups[metric].std(ddof=1)
         t = np.array([t_critical(CONFIDENCE, max(int(k) - 1, 1)) for k in n])
@@ -411,6 +425,19 @@ def model_verdicts(claims: list[dict], grid: pd.DataFrame) -> list[tuple[str, st
             if c["check"].get("metric") in MODELED_METRICS]
 
 
+def budget(claim: dict, df: pd.DataFrame) -> dict:
+    """What a finding read in a campaign: its cells, their runs, virtual seconds of traffic,
+    wall seconds of the kept attempts and attempts made (cells' columns from ``cells``)."""
+    if df.empty:
+        return dict(cells=0, runs=0, virtual_s=0.0, wall_s=0.0, attempts=0)
+    read = df[[any(matches(cell, sel) for sel in selections(claim)) for cell in df.to_dict("records")]]
+
+    def total(col):
+        return float(read[col].sum()) if col in read and len(read) else 0.0
+    return dict(cells=len(read), runs=int(total("n")), virtual_s=total("virtual_s"), wall_s=total("wall_s"),
+                attempts=int(total("attempts")))
+
+
 def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> list[Verdict]:
     """Each claim's verdict on the dataset's cells. A claim that reads a cell the campaign
     planned but did not run (``not_run``: tcpeval.spec.not_run) is undecided at this
@@ -433,8 +460,50 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
             read = pd.concat([_select(model_df, sel) for sel in selections(c)])
             limited = bool(len(read)) and bool(read["link_limited"].all())
         out.append(Verdict(c["id"], str(c["section"]), c["paper"], c.get("encoding", ""), verdict, ours,
-                           model, model_text, limited))
+                           model, model_text, limited, **budget(c, df)))
     return out
+
+
+def lead(columns: dict[str, list[Verdict]], built: str, at_scale: list[str]) -> list[Verdict]:
+    """The verdict the manuscript leads with, per finding: that of the first campaign at the
+    paper's scale (``at_scale``, in order: the findings campaigns first) that has the
+    finding's cells, else that of the campaign it is built from (``built``); each names
+    its campaign."""
+    out = []
+    for i in range(len(columns[built])):
+        pick = next((name for name in at_scale if columns[name][i].verdict != NODATA), built)
+        out.append(replace(columns[pick][i], campaign=pick, at_scale=pick in at_scale))
+    return out
+
+
+def lead_note(verdicts: list[Verdict], built: str) -> str:
+    """The sentence above the reproduction table when some verdicts come from campaigns at
+    the paper's scale other than the one the manuscript is built from (empty otherwise)."""
+    others = [v for v in verdicts if v.campaign and v.campaign != built]
+    if not others:
+        return ""
+    names = ", ".join(f"\\texttt{{{escape(n)}}}" for n in dict.fromkeys(v.campaign for v in others))
+    return (f"\\textbf{{Led by the paper's scale:}} {len(others)} of {len(verdicts)} findings are judged on "
+            f"{names}, run at the paper's link rate (the campaign is named in the row, and its scale is "
+            f"given below); the others on this manuscript's campaign, \\texttt{{{escape(built)}}}. ")
+
+
+def plain(text: str) -> str:
+    """A verdict's text as a terminal shows it: without the LaTeX of the table."""
+    for tex, txt in (("\\,$\\pm$\\,", " +- "), ("\\,", " "), ("\\%", "%"), ("$\\pm$", "+-")):
+        text = text.replace(tex, txt)
+    return text
+
+
+def budget_table(verdicts: list[Verdict]) -> str:
+    """Plain text, one line per finding: its verdict's campaign, cells, runs, virtual and wall
+    time, attempts, verdict and what the runs show (the log of `tcpeval claims`)."""
+    lines = [f"{'finding':34s} {'campaign':20s} {'cells':>5s} {'runs':>4s} {'virtual s':>9s} {'wall h':>6s} "
+             f"{'tries':>5s}  verdict: our data"]
+    for v in verdicts:
+        lines.append(f"{v.id:34s} {v.campaign or '-':20s} {v.cells:5d} {v.runs:4d} {v.virtual_s:9.0f} "
+                     f"{v.wall_s / 3600:6.2f} {v.attempts:5d}  {v.verdict}: {plain(v.ours)}")
+    return "\n".join(lines) + "\n"
 
 
 def paper_link_gbps(claims: list[dict]) -> float | None:
@@ -483,10 +552,10 @@ def scale_note(ds: T.Dataset, claims: list[dict]) -> str:
             "window-dependent finding need not carry over.\\par\n")
 
 
-def table(verdicts: list[Verdict], note: str = "") -> str:
+def table(verdicts: list[Verdict], note: str = "", built: str = "") -> str:
     """The reproduction table: claim, our encoding of it, verdict, what we measured, the
     response model's verdict; ``note`` (scale_note) above it, the deviations (deviations)
-    below."""
+    below. A verdict from another campaign than ``built`` (lead) names it in its row."""
     mark = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{does not hold}", UNDECIDED: r"\textit{undecided}",
             NODATA: r"\textit{not enough data}"}
     short = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{no}", UNDECIDED: r"\textit{undecided}",
@@ -497,9 +566,11 @@ def table(verdicts: list[Verdict], note: str = "") -> str:
              r"\midrule", r"\endhead", r"\bottomrule", r"\endfoot"]
     for v in verdicts:
         finding = escape(v.paper) + (f" \\emph{{Check: {escape(v.check)}}}" if v.check else "")
-        lines.append(f"{escape(v.section)} & {finding} & {mark[v.verdict]} & {v.ours} & {short[v.model]} \\\\")
+        source = (f"\\texttt{{{escape(v.campaign)}}}{'$^*$' if v.at_scale else ''}: "
+                  if v.campaign and v.campaign != built else "")
+        lines.append(f"{escape(v.section)} & {finding} & {mark[v.verdict]} & {source}{v.ours} & {short[v.model]} \\\\")
     lines.append(r"\end{longtable}")
-    return note + "\n".join(lines) + "\n" + deviations(verdicts)
+    return lead_note(verdicts, built) + note + "\n".join(lines) + "\n" + deviations(verdicts)
 
 
 def deviation_reading(v: Verdict) -> str:

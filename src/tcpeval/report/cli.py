@@ -96,40 +96,40 @@ def cmd_claims(args) -> int:
     from tcpeval.analysis import tables
     from tcpeval.report import claims as C
 
-    ds, design, campaign, _ = _context(args)
+    ds, design, campaign, backend = _context(args)
     try:
         claims = C.load_claims(args.claims)
         verdicts = C.check_all(claims, ds, spec.not_run(design, campaign))
     except (OSError, C.ClaimError) as err:
         raise UserError(str(err)) from None
+    # the other campaigns' verdicts (--also), where they have results
+    columns, absent, at_scale = {campaign: verdicts}, [], {campaign: C.at_paper_scale(ds, claims)}
+    scales = {campaign: C.campaign_scale(ds)}
+    for other in args.also or []:
+        other_results = Path(args.results).parent / other
+        if not (other_results / "runs.parquet").exists():
+            absent.append(other)
+            continue
+        try:
+            other_ds = tables.load(other_results, design, other, backend, include_flagged=args.include_flagged)
+            columns[other] = C.check_all(claims, other_ds, spec.not_run(design, other))
+            at_scale[other] = C.at_paper_scale(other_ds, claims)
+            scales[other] = C.campaign_scale(other_ds)
+        except (spec.SpecError, C.ClaimError) as err:
+            raise UserError(f"{other_results}: {err}") from None
+    # the campaigns at the paper's scale lead, the findings campaigns first among them; the
+    # manuscript's verdict of a finding is the first of them that has its cells
+    order = sorted(columns, key=lambda name: (not at_scale[name], not name.startswith("findings")))
+    lead = C.lead(columns, campaign, [n for n in order if at_scale[n]])
     Path(args.out_tex).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out_tex).write_text(C.table(verdicts, C.scale_note(ds, claims)))
+    Path(args.out_tex).write_text(C.table(lead, C.scale_note(ds, claims), built=campaign))
     if args.out_campaigns_tex:
-        _, design, campaign, backend = _context(args)
-        columns, absent, at_scale = {campaign: verdicts}, [], {campaign: C.at_paper_scale(ds, claims)}
-        scales = {campaign: C.campaign_scale(ds)}
-        for other in args.also or []:
-            other_results = Path(args.results).parent / other
-            if not (other_results / "runs.parquet").exists():
-                absent.append(other)
-                continue
-            try:
-                other_ds = tables.load(other_results, design, other, backend,
-                                       include_flagged=args.include_flagged)
-                columns[other] = C.check_all(claims, other_ds, spec.not_run(design, other))
-                at_scale[other] = C.at_paper_scale(other_ds, claims)
-                scales[other] = C.campaign_scale(other_ds)
-            except (spec.SpecError, C.ClaimError) as err:
-                raise UserError(f"{other_results}: {err}") from None
-        # the campaigns at the paper's scale lead, the findings campaigns first among them
-        order = sorted(columns, key=lambda name: (not at_scale[name], not name.startswith("findings")))
         Path(args.out_campaigns_tex).write_text(C.by_campaign({n: columns[n] for n in order}, absent,
                                                               [n for n in order if at_scale[n]],
                                                               {n: scales[n] for n in order}))
     if args.out_json:
-        Path(args.out_json).write_text(json.dumps([v.__dict__ for v in verdicts], indent=1) + "\n")
-    for v in verdicts:
-        print(f"{v.verdict:16s} {v.id}")
+        Path(args.out_json).write_text(json.dumps([v.__dict__ for v in lead], indent=1) + "\n")
+    print(C.budget_table(lead), end="")
     return 0
 
 

@@ -109,6 +109,8 @@ def build(ds: T.Dataset, design: dict, campaign: str, backend: str,
         m.name("tevClaimsUndecided", k[C.UNDECIDED])
         m.name("tevClaimsConfidence", round(100 * C.CONFIDENCE))
         m.name("tevClaimsNoData", k[C.NODATA])
+        # verdicts (not "not enough data") that rest on runs at the paper's link rate
+        m.name("tevClaimsAtScale", sum(v.at_scale and v.verdict != C.NODATA for v in verdicts))
     return m
 
 
