@@ -265,3 +265,15 @@ def test_workflow_is_snakefmt_formatted():
     proc = subprocess.run([_bin("snakefmt"), "--check", "Snakefile", "workflow/"], cwd=REPO, capture_output=True,
                           text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_rule_from_the_metrics_to_the_pdf_reruns_when_the_code_changes():
+    # Snakemake's triggers see files and params, not the package: each rule that turns
+    # traces into numbers, figures or the PDF takes the code's content hash as a param
+    # (common.smk code_hash); the runs themselves never rerun for it.
+    for name in ("analysis", "figures", "paper", "report"):
+        text = (REPO / "workflow" / "rules" / f"{name}.smk").read_text()
+        for rule in re.split(r"\n(?=rule )", text)[1:]:
+            if "    shell:" in rule:
+                assert "        code=CODE," in rule, rule.splitlines()[0]
+    assert "code=CODE" not in (REPO / "workflow" / "rules" / "runs.smk").read_text()
