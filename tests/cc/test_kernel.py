@@ -254,7 +254,7 @@ def test_lp316_yields_to_its_own_queue_with_timestamps(dumbbell):
     assert g1["reductions"] == g0["reductions"]          # no loss, no ssthresh() call
     assert max(x[RETRANS] for x in rep["samples"]) == 0
     # Without a loss, only LP's own inference takes cwnd to 1, and holds it there for
-    # a while (>= 50 samples, ~15 ms). How long depends on the host's delay noise: 50-83 %
+    # a while (>= 50 samples, ~15 ms). How long depends on the host's delay noise: 48-99 %
     # of the samples here, 9 % (294 of 3,256) on CI's host.
     assert cwnd.count(1) >= 50, (min(cwnd), max(cwnd), cwnd.count(1), len(cwnd))
 
