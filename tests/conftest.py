@@ -1,5 +1,6 @@
 """Shared fixtures; the gate for root-only tests is tests/root_gate.py."""
 import copy
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,10 @@ from root_gate import (  # noqa: F401 (hooks)
     pytest_configure,
     pytest_runtest_makereport,
 )
+
+# DVC's usage reports leave their JSON files in /tmp (one per command class); the tests'
+# DVC commands send none and leave nothing behind.
+os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 from tcpeval import spec
 
 REPO = Path(__file__).resolve().parents[1]
