@@ -11,11 +11,11 @@ from root_gate import (  # noqa: F401 (hooks)
     pytest_configure,
     pytest_runtest_makereport,
 )
+from tcpeval import spec
 
 # DVC's usage reports leave their JSON files in /tmp (one per command class); the tests'
 # DVC commands send none and leave nothing behind.
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
-from tcpeval import spec
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -2,6 +2,7 @@
 printed in the manuscript."""
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 
@@ -21,3 +22,14 @@ def git_revision(*, short: bool = False) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return rev.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def sources_hash(root: Path, patterns: tuple[str, ...]) -> str:
+    """Content hash of the files under ``root`` that match ``patterns`` (each file's path
+    relative to root, then its bytes): which code a result passed through, whatever its
+    commit (a dirty checkout included)."""
+    h = hashlib.sha256()
+    for path in sorted(p for pattern in patterns for p in root.glob(pattern)):
+        for part in (str(path.relative_to(root)).encode(), b"\0", path.read_bytes()):
+            h.update(part)
+    return h.hexdigest()

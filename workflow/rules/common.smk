@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from tcpeval import paths, run_index, snakemake_signals, spec, trace
+from tcpeval import paths, provenance, run_index, snakemake_signals, spec, trace
 from tcpeval.report import paper as paper_stage
 
 min_version("9.0")
@@ -56,20 +56,8 @@ def code_hash() -> str:
     the per-run metrics on passes it as a param, so that Snakemake's params trigger reruns
     them after a change of that code, as a changed input would (a manuscript rebuilt after
     every change is the new code's, never a mix)."""
-    import hashlib
-
-    package = Path(spec.__file__).parent
-    h = hashlib.sha256()
-    for path in sorted(
-        [
-            *package.glob("*.py"),
-            *package.glob("analysis/*.py"),
-            *package.glob("report/*.py"),
-        ]
-    ):
-        for part in (str(path.relative_to(package)).encode(), b"\0", path.read_bytes()):
-            h.update(part)
-    return h.hexdigest()[:16]
+    modules = ("*.py", "analysis/*.py", "report/*.py")
+    return provenance.sources_hash(Path(spec.__file__).parent, modules)[:16]
 
 
 CODE = code_hash()

@@ -88,6 +88,13 @@ class Verdict:
     at_scale: bool = False   # that campaign ran on the paper's link
 
 
+def _ran_s(runs: pd.DataFrame) -> pd.Series:
+    """How long each run's traffic ran (virtual s): a precision-driven run's stop, else its
+    condition's length (runs tabled before `ran_s` existed: the length; NaN without either)."""
+    length = runs["duration_s"] if "duration_s" in runs else pd.Series(np.nan, index=runs.index)
+    return runs["ran_s"].fillna(length) if "ran_s" in runs else length
+
+
 def cells(ds: T.Dataset) -> pd.DataFrame:
     """Per-condition means of every per-run metric the claims may use, with the number of
     runs (``n``) and each metric's 95 % half-width (``<metric>_hw``; inf where unknown)."""
@@ -105,6 +112,7 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
     r["share_first"] = r["flow1_bps"] / (r["flow1_bps"] + r["flow2_bps"])
     r["spread_gbps"] = r["spread_bps"] / 1e9
     r["spread_frac"] = r["spread_bps"] / r["ubar_bps"]
+    r["virtual_s"] = _ran_s(r)
     within = r["mean_hw_bps"] if "mean_hw_bps" in r else pd.Series(np.inf, index=r.index)
     r["mean_gbps_within_hw"] = within / 1e9
     r["mean_frac_within_hw"] = within / ceiling
@@ -120,8 +128,7 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
     out["n"] = groups.size()
     out["link_gbps"] = groups["link_rate_bps"].median() / 1e9   # the link (frames) the cell ran on
     # the cell's cost (budget): traffic in virtual s, the kept attempts' wall time, attempts
-    ran = r["ran_s"].fillna(r["duration_s"]) if "ran_s" in r else r.get("duration_s", pd.Series(np.nan, index=r.index))
-    out["virtual_s"] = ran.groupby([r[k] for k in keys]).sum()
+    out["virtual_s"] = groups["virtual_s"].sum()
     for col in ("wall_s", "attempts"):
         out[col] = groups[col].sum() if col in r else np.nan
     for metric in metric_cols:
@@ -191,9 +198,14 @@ def _decide(passed: list[bool | None]) -> str:
 def _select(df: pd.DataFrame, where: dict) -> pd.DataFrame:
     """The cells in a selection (tcpeval.findings.matches: one meaning for the checks and
     for the campaign that runs the findings' cells)."""
+    return _read(df, [where])
+
+
+def _read(df: pd.DataFrame, wheres: list[dict]) -> pd.DataFrame:
+    """The cells in any of the selections (a claim's: findings.selections)."""
     if df.empty:
         return df
-    return df[[matches(cell, where) for cell in df.to_dict("records")]]
+    return df[[any(matches(cell, where) for where in wheres) for cell in df.to_dict("records")]]
 
 
 def _threshold(t) -> float:
@@ -381,8 +393,8 @@ def model_cells(df: pd.DataFrame, claims: list[dict]) -> pd.DataFrame:
     if not len(df) or "link_gbps" not in df or not wanted:
         return pd.DataFrame(columns=["criterion", "variant", "second", "rtt_ms", "drop", "n", "link_limited",
                                      *MODELED_METRICS, *(f"{m}_hw" for m in MODELED_METRICS)])
-    read = [any(matches(cell, sel) for sel in wanted) for cell in df.to_dict("records")]
-    single = df[np.array(read, dtype=bool) & (df["second"].fillna("") == "") & df["link_gbps"].notna()]
+    read = _read(df, wanted)
+    single = read[(read["second"].fillna("") == "") & read["link_gbps"].notna()]
     keep = ["criterion", "variant", "second", "rtt_ms", "drop", "n"]
     out = single[[k for k in keep if k in single]].copy()
     link_gbps = single["link_gbps"]
@@ -428,12 +440,10 @@ def model_verdicts(claims: list[dict], grid: pd.DataFrame) -> list[tuple[str, st
 def budget(claim: dict, df: pd.DataFrame) -> dict:
     """What a finding read in a campaign: its cells, their runs, virtual seconds of traffic,
     wall seconds of the kept attempts and attempts made (cells' columns from ``cells``)."""
-    if df.empty:
-        return dict(cells=0, runs=0, virtual_s=0.0, wall_s=0.0, attempts=0)
-    read = df[[any(matches(cell, sel) for sel in selections(claim)) for cell in df.to_dict("records")]]
+    read = _read(df, selections(claim))
 
     def total(col):
-        return float(read[col].sum()) if col in read and len(read) else 0.0
+        return float(read[col].sum()) if col in read else 0.0
     return dict(cells=len(read), runs=int(total("n")), virtual_s=total("virtual_s"), wall_s=total("wall_s"),
                 attempts=int(total("attempts")))
 
@@ -457,7 +467,7 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
         model, model_text, limited = "", "", False
         if model_df is not None and c["check"].get("metric") in MODELED_METRICS:
             model, model_text = evaluate(c, model_df, reps_note=False)
-            read = pd.concat([_select(model_df, sel) for sel in selections(c)])
+            read = _read(model_df, selections(c))
             limited = bool(len(read)) and bool(read["link_limited"].all())
         out.append(Verdict(c["id"], str(c["section"]), c["paper"], c.get("encoding", ""), verdict, ours,
                            model, model_text, limited, **budget(c, df)))
@@ -630,8 +640,7 @@ def campaign_scale(ds: T.Dataset) -> Scale | None:
     r = ds.runs
     if r.empty:
         return None
-    ran = r["ran_s"] if "ran_s" in r else r["duration_s"]
-    ran = ran.fillna(r["duration_s"])
+    ran = _ran_s(r)
     dilation = r["dilation"].fillna(1).astype(int) if "dilation" in r else pd.Series(1, index=r.index)
     reps = r.fillna({"second": ""}).groupby(["criterion", "variant", "second", "rtt_ms", "drop"]).size()
     early = int(r["stopped_early"].fillna(False).astype(bool).sum()) if "stopped_early" in r else 0

@@ -120,12 +120,12 @@ def cmd_claims(args) -> int:
     # the campaigns at the paper's scale lead, the findings campaigns first among them; the
     # manuscript's verdict of a finding is the first of them that has its cells
     order = sorted(columns, key=lambda name: (not at_scale[name], not name.startswith("findings")))
-    lead = C.lead(columns, campaign, [n for n in order if at_scale[n]])
+    scaled = [n for n in order if at_scale[n]]
+    lead = C.lead(columns, campaign, scaled)
     Path(args.out_tex).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out_tex).write_text(C.table(lead, C.scale_note(ds, claims), built=campaign))
     if args.out_campaigns_tex:
-        Path(args.out_campaigns_tex).write_text(C.by_campaign({n: columns[n] for n in order}, absent,
-                                                              [n for n in order if at_scale[n]],
+        Path(args.out_campaigns_tex).write_text(C.by_campaign({n: columns[n] for n in order}, absent, scaled,
                                                               {n: scales[n] for n in order}))
     if args.out_json:
         Path(args.out_json).write_text(json.dumps([v.__dict__ for v in lead], indent=1) + "\n")
