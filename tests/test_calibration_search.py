@@ -133,7 +133,9 @@ def test_every_point_is_searched_on_its_own_from_the_top_for_each_link(tmp_path,
     faithful = {"tevlink": 0.5, "tbf": 0.2}           # ... and faithfully, as shares of it
     first_try, judged = {}, {}
 
-    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1):
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1, ports=False):
+        if ports:  # the ports' hooks run up to 0.6 Gbps per flow
+            return _port_run(rate_bps, skipped=0.03 if rate_bps > 0.6e9 * flows else 0.001)
         if rate_bps is not None:
             first_try.setdefault((link, flows, rtt_ms), rate_bps)
             judged.setdefault(rtt_ms, set()).add(judged_at)
@@ -157,11 +159,60 @@ def test_every_point_is_searched_on_its_own_from_the_top_for_each_link(tmp_path,
     point = next(p for p in data["points"] if p["flows"] == 1 and p["rtt_ms"] == 1.0)
     assert point["faithful"]["tevlink"]["rate_bps"] == 2.0e9
     assert point["faithful"]["tbf"]["rate_bps"] == 0.8e9
+    # the ports' ceiling below it, from its faithful rate down in steps of 0.8
+    assert point["faithful"]["tevlink"]["ports_rate_bps"] == 0.5e9   # 2.0, 1.6, 1.2, 0.9, 0.7, 0.5
+    assert point["faithful"]["tbf"]["ports_rate_bps"] == 0.6e9       # 0.8, 0.6
     # the default rate: a share of the better link's lowest over the design's own RTTs
     # (2 flows, 4 ms: 0.5 Gbps)
     assert data["link"] == "tevlink" and data["faithful_rate_bps"] == 0.5e9
     assert data["default_rate_bps"] == 0.4e9
     assert calibrate.load({"tevdelay": "0" * 64})["points"] == data["points"]
+
+
+def _port_run(rate_bps, skipped=0.0, missed=0, reductions=500):
+    """The record of a calibration run of ports whose hooks the host skipped for a share
+    ``skipped`` of the data and ``missed`` of ``reductions`` reductions."""
+    delivered = int(rate_bps / 12_000)  # a second of full-sized segments
+    guard = {"reductions": reductions, "missed_reductions": missed, "missed_states": missed,
+             "foreign_ssthresh": missed, "foreign_cwnd": 40 * missed,
+             "acked_seen": delivered - int(skipped * delivered), "acked_delivered": delivered}
+    return {"fidelity": _verdict([]), "measured": {"steady_throughput_bps": 0.97 * rate_bps,
+                                                   "cc_guard": {"cubic316": guard}}}
+
+
+def test_the_ports_ceiling_steps_down_until_their_hooks_run(tmp_path):
+    calls = []
+
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1, ports=False):
+        assert ports
+        calls.append(rate_bps)
+        # 1.4 Gbps: 3 % of the data (the verdict flags it); 1.1: 1.5 %, over half the
+        # verdict's limit; 0.8: 0.1 %, though 2 reductions were skipped
+        return (_port_run(rate_bps, skipped=0.03, missed=40) if rate_bps > 1.2e9 else
+                _port_run(rate_bps, skipped=0.015) if rate_bps > 0.9e9 else _port_run(rate_bps, 0.001, missed=2))
+    found = calibrate.ports_rate(executor, tmp_path, rtt_ms=1.4, flows=1, duration_s=4,
+                                 start_bps=1.4e9, link="tevlink")
+    assert calls == [1.4e9, 1.1e9, 0.8e9] and found["rate_bps"] == 0.8e9
+    assert found["tried"][0]["reasons"][0].startswith("cc: ") and not found["tried"][1]["reasons"]
+    assert found["tried"][1]["skipped_share"] == pytest.approx(0.015, abs=1e-4)
+    # a run the host could not finish says nothing about the hooks: lower, down to the floor
+    calls.clear()
+    from tcpeval.backends.base import BackendError
+
+    def failing(*args, **kw):
+        calls.append(args[4])
+        raise BackendError("flow 0: iperf3 reported: control socket has closed unexpectedly")
+    found = calibrate.ports_rate(failing, tmp_path, rtt_ms=1.4, flows=1, duration_s=4, start_bps=0.3e9)
+    assert found["rate_bps"] is None and calls == [0.3e9, 0.2e9]
+
+
+def test_runs_of_ports_take_the_lower_of_the_two_ceilings():
+    cal = _cal({("tevlink", 1, 1.0): 1.5e9})
+    cal["points"][0]["faithful"]["tevlink"]["ports_rate_bps"] = 1.0e9
+    assert calibrate.choose(cal, flows=1, rtt_ms=1.0, rate_bps=9e9) == (6, "tevlink", 1.5e9)
+    assert calibrate.choose(cal, flows=1, rtt_ms=1.0, rate_bps=9e9, ports=True) == (9, "tevlink", 1.0e9)
+    # a calibration from before the ports' ceiling: the faithful rate alone
+    assert calibrate.envelope_rate(_cal({("tbf", 1, 1.0): 0.5e9}), "tbf", 1, 1.0, ports=True) == 0.5e9
 
 
 def _cal(rates: dict) -> dict:
@@ -248,3 +299,48 @@ def test_a_calibration_run_is_judged_at_its_points_factor_while_its_flows_run_un
     judged = plan.for_calibration(cond, 193.6, 8, 1.2e9, "tevlink", judged_at=8)
     assert (judged.dilation, judged.verdict_dilation) == (1, 8)  # native CUBIC reads no dilated clock
     assert plan.for_calibration(cond, 24.2, 4, 1.2e9, "tevlink").verdict_dilation == 1
+
+
+def test_the_envelope_table_shows_the_ports_ceiling_beside_the_faithful_rate():
+    from tcpeval.backends.cli import envelope_table
+    cal = _cal({("tevlink", 1, 0.2): 1.8e9, ("tbf", 1, 0.2): 0.5e9})
+    cal["points"][0]["throughput_bps"] = 7.9e9
+    cal["points"][0]["faithful"]["tevlink"]["ports_rate_bps"] = 1.4e9
+    header, row = envelope_table(cal).splitlines()
+    assert "the 3.16 ports' ceiling" in header
+    assert row.split() == ["1", "0.2", "7.90", "0.5", "1.8/1.4"]
+
+
+def test_a_point_a_spell_of_host_stalls_hit_is_searched_again_after_the_grid(tmp_path, monkeypatch):
+    # one vCPU stalled ~5 ms a second for minutes: every rate at 2.2 ms down to the floor
+    # was flagged for late frames alone, while its neighbours carried 1.2-1.8 Gbps
+    monkeypatch.setenv("TCPEVAL_CACHE", str(tmp_path / "cache"))
+    design = {"criteria": {"responsiveness": {"grid": {"rtt_ms": [2.2]}}}}
+    spell = {"on": True}
+    order = []
+
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1, ports=False):
+        if ports:
+            return _port_run(rate_bps)
+        if rate_bps is None:
+            return {"fidelity": _verdict([]), "flows": [{"summary": {"mean_throughput_bps": 4e9}}],
+                    "measured": {"steady_throughput_bps": 4e9, "rtt_ms": rtt_ms, "acks": {}}}
+        order.append((flows, rtt_ms, rate_bps))
+        stalled = spell["on"] and (flows, rtt_ms) == (1, 2.2)
+        if (flows, rtt_ms) == (2, 2.2):
+            spell["on"] = False  # the spell is over by the next point
+        findings = ([fidelity.Finding("delay line", "452/182682 frames held back 2 ms or more")] if stalled else
+                    [] if rate_bps <= 1.5e9 else [fidelity.Finding("rate", "host CPUs 99% busy", transient=False)])
+        return {"fidelity": _verdict(findings),
+                "measured": {"steady_throughput_bps": rate_bps, "link_steady": {"bps": rate_bps, "source": "link engine"},
+                             "rtt_ms": rtt_ms, "acks": {}}}
+    data = calibrate.calibrate(executor, {"tevdelay": "0" * 64}, duration_s=1, design=design, links=("tevlink",))
+    point = next(p for p in data["points"] if (p["flows"], p["rtt_ms"]) == (1, 2.2))
+    found = point["faithful"]["tevlink"]
+    assert found["rate_bps"] == 1.5e9 and found["search_again"][-1]["verdict"] == "ok"
+    assert all(t["transient"] for t in found["search"] if t["verdict"] == "flagged")
+    assert found["ports_rate_bps"] == 1.5e9
+    # searched again after every other point, once; points refused for the host's limits are not
+    assert order.index((1, 2.2, 1.5e9)) > max(i for i, o in enumerate(order) if o[:2] == (2, 17.6))
+    other = next(p for p in data["points"] if (p["flows"], p["rtt_ms"]) == (2, 2.2))
+    assert other["faithful"]["tevlink"]["rate_bps"] == 1.5e9 and "search_again" not in other["faithful"]["tevlink"]

@@ -120,13 +120,17 @@ struct inet_connection_sock {
 	u32 prior_cwnd;
 	u32 prior_ssthresh;
 	u32 undo_marker;
-	u32 _pad2;
+	u32 delivered;    /* data segments delivered (SACKed or ACKed), like the kernel's */
 	u64 tcp_mstamp;
 	u32 snd_una;      /* bytes, like the kernel's (westwood316) */
 	u32 srtt_us;      /* smoothed RTT << 3, us (hybla316) */
 	u32 mss_cache;
-	u32 _pad3;
+	u32 packets_out;  /* segments in flight (sent, not yet cumulatively ACKed) */
 	struct tcp_options_received rx_opt; /* lp316 */
+	u32 segs_out;     /* segments sent, retransmissions included */
+	u32 sacked_out;   /* of packets_out: SACKed, */
+	u32 lost_out;     /* marked lost, */
+	u32 retrans_out;  /* and retransmitted (tcp_packets_in_flight) */
 };
 #define tcp_sock inet_connection_sock
 struct sock;
@@ -187,7 +191,7 @@ size_t cc_host_sock_size(void) { return sizeof(struct inet_connection_sock); }
 #define CC_CA_PRIV_SIZE 104
 #define CC_INFINITE_SSTHRESH 0x7fffffffU
 /* The tail of the private area belongs to the guard; a port's state must fit before it. */
-#define CC_GUARD_SIZE 16
+#define CC_GUARD_SIZE 24
 #define CC_GUARD_INIT_CWND 10 /* TCP_INIT_CWND: the window before the first hook */
 #define CC_PORT_PRIV_SIZE (CC_CA_PRIV_SIZE - CC_GUARD_SIZE)
 
@@ -454,6 +458,8 @@ struct cc316_guard {
 	u32 prior_cwnd; /* tp->prior_cwnd when the port last saw a reduction */
 	u32 top_cwnd;   /* the window the port last saw, or its last undo returned */
 	u32 ceiling;    /* the largest window or threshold the port produced or let pass */
+	u32 delivered;  /* tp->delivered at the port's last pkts_acked() */
+	u32 segs_out;   /* tp->segs_out at the port's last hook */
 	u8 state;       /* the congestion state the port last saw */
 	u8 armed;       /* set by init */
 	u8 _pad[2];
@@ -466,6 +472,9 @@ struct cc316_guard_stats {
 	cc_u64 missed_states;     /* state changes without the port's set_state() */
 	cc_u64 foreign_ssthresh;  /* thresholds above 2^31 - 1, or above any the port allowed, replaced */
 	cc_u64 foreign_cwnd;      /* windows above 2^31 - 1, or above the bound, replaced */
+	cc_u64 acked_seen;        /* segments the port's pkts_acked() saw acknowledged */
+	cc_u64 acked_delivered;   /* segments the stack delivered between the port's pkts_acked() calls */
+	cc_u64 sent_over;         /* segments the stack sent above the largest window the port allowed */
 };
 #if defined(CC_TARGET_KMOD)
 static struct cc316_guard_stats cc316_guard_stats;
@@ -485,6 +494,8 @@ CC_INLINE void cc316_guard_init(struct sock *sk)
 	struct cc316_guard *g = cc_guard(sk);
 
 	g->prior_cwnd = cc_tp(sk)->prior_cwnd;
+	g->delivered = cc_tp(sk)->delivered;
+	g->segs_out = cc_tp(sk)->segs_out;
 	g->top_cwnd = cc_max(cc_tp(sk)->snd_cwnd, CC_GUARD_INIT_CWND);
 	/* a threshold the stack cached from an earlier connection (tcp_init_metrics) */
 	g->ceiling = cc_max(g->top_cwnd, cc_tp(sk)->snd_ssthresh < CC_INFINITE_SSTHRESH
@@ -535,6 +546,23 @@ CC_INLINE void cc316_guard_seen_state(struct sock *sk, struct cc316_guard *g)
 	}
 }
 
+/* What a window the port did not allow let the stack send: of the segments sent since
+ * the port's last hook, those that put more in flight (tcp_packets_in_flight) than the bound (the largest window
+ * the port allowed) -- each sent segment is counted once, however many hooks find it
+ * still in flight. A skipped ssthresh() leaves PRR a threshold of garbage, and a window
+ * of 10^9 segments lets the stack send all it holds until the next hook repairs it; the
+ * skipped ACKs alone do not show that burst. */
+CC_INLINE void cc316_guard_sent_over(struct cc316_guard *g, struct tcp_sock *tp, u32 bound)
+{
+	u32 sent = tp->segs_out - g->segs_out;
+	/* tcp_packets_in_flight: what the window limits (SACKed and lost segments left) */
+	u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+
+	if (in_flight > bound && sent)
+		__sync_fetch_and_add(&cc316_guard_stats.sent_over, cc_min(sent, in_flight - bound));
+	g->segs_out = tp->segs_out;
+}
+
 /* First thing in every hook but ssthresh(): returns the window at a reduction the port
  * did not see (0: none); CC_GUARD then repairs the threshold. A window no stack value
  * can be is replaced here by the window before the reduction, which is what an undo
@@ -556,6 +584,7 @@ CC_INLINE u32 cc316_guard_check(struct sock *sk)
 		CC_COUNT(foreign_ssthresh);
 		missed = 1;
 	}
+	cc316_guard_sent_over(g, tp, cc316_guard_cwnd_bound(g, tp));
 	if (tp->snd_cwnd > CC_INFINITE_SSTHRESH) {
 		CC_COUNT(foreign_cwnd);
 		CC_SET_CWND(tp, cc_max(tp->prior_cwnd, 2));
@@ -601,6 +630,14 @@ CC_INLINE void cc316_guard_repair(struct sock *sk, u32 ssthresh)
 			cc316_guard_repair(sk, ssthresh_for(sk, cc_missed_cwnd_)); \
 	} while (0)
 
+/* CC_GUARD_ACKED(sk, ssthresh_for, sample): CC_GUARD in pkts_acked(), which also counts
+ * what this ACK acknowledged (cc316_guard_acked, defined below). */
+#define CC_GUARD_ACKED(sk, ssthresh_for, sample)                                  \
+	do {                                                                      \
+		CC_GUARD(sk, ssthresh_for);                                       \
+		cc316_guard_acked(sk, (sample)->pkts_acked);                      \
+	} while (0)
+
 /* In ssthresh(): the reduction the port makes (the stack set prior_cwnd just before). */
 CC_INLINE u32 cc316_guard_reduction(struct sock *sk, u32 ssthresh)
 {
@@ -611,6 +648,26 @@ CC_INLINE u32 cc316_guard_reduction(struct sock *sk, u32 ssthresh)
 	g->prior_cwnd = cc_tp(sk)->prior_cwnd;
 	g->ceiling = cc_max(g->ceiling, ssthresh);
 	return ssthresh;
+}
+
+/* In pkts_acked(): what the port saw acknowledged against what the stack delivered since
+ * the port's last pkts_acked(). The stack calls pkts_acked() for every ACK it processes;
+ * an ACK whose hooks the host skipped adds its segments to the stack's count (read at
+ * the next hook that runs) but not to the port's, so over a run
+ * 1 - acked_seen / acked_delivered is the share of acknowledged data whose hooks did not
+ * run -- counted at every ACK, not only at the few hundred reductions a run has. (The
+ * stack counts a SACKed segment when it is SACKed and the port when the cumulative ACK
+ * passes it: the two differ by at most the segments SACKed at a run's ends.) */
+CC_INLINE void cc316_guard_acked(struct sock *sk, u32 pkts_acked)
+{
+	struct cc316_guard *g = cc_guard(sk);
+	u32 now = cc_tp(sk)->delivered;
+
+	if (!g->armed)
+		return;
+	__sync_fetch_and_add(&cc316_guard_stats.acked_seen, pkts_acked);
+	__sync_fetch_and_add(&cc316_guard_stats.acked_delivered, now - g->delivered);
+	g->delivered = now;
 }
 
 /* In undo_cwnd(): the window the port hands the stack (which sets it as is). */
@@ -650,7 +707,7 @@ CC_INLINE void cc316_guard_state(struct sock *sk, u8 new_state)
 #define CC_GUARD_ONLY_PKTS_ACKED(port, ssthresh_for)                              \
 	CC_CB(void, port##_pkts_acked, struct sock *sk, const struct ack_sample *sample) \
 	{                                                                         \
-		CC_GUARD(sk, ssthresh_for);                                       \
+		CC_GUARD_ACKED(sk, ssthresh_for, sample);                         \
 	}
 #define CC_GUARD_ONLY_HOOKS(port, ssthresh_for)                                   \
 	CC_GUARD_ONLY_SET_STATE(port, ssthresh_for)                               \

@@ -150,7 +150,7 @@ CC_CB(void, bic316_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 {
 	struct bic316 *ca = cc_ca(sk);
 
-	CC_GUARD(sk, bic316_ssthresh_for);
+	CC_GUARD_ACKED(sk, bic316_ssthresh_for, sample);
 	if (cc_ca_state(sk) == TCP_CA_Open)
 		ca->delayed_ack += sample->pkts_acked - (ca->delayed_ack >> ack_ratio_shift);
 }

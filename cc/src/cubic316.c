@@ -265,7 +265,7 @@ CC_CB(void, cubic316_pkts_acked, struct sock *sk, const struct ack_sample *sampl
 	s32 rtt_us = cc_rtt_us(sample->rtt_us);
 	u32 delay;
 
-	CC_GUARD(sk, cubic316_ssthresh_for);
+	CC_GUARD_ACKED(sk, cubic316_ssthresh_for, sample);
 	/* Packets per ACK as a moving average: ratio += sample - ratio/16. */
 	if (cc_ca_state(sk) == TCP_CA_Open) {
 		u32 ratio = ca->delayed_ack;

@@ -106,7 +106,7 @@ CC_CB(void, htcp316_pkts_acked, struct sock *sk, const struct ack_sample *sample
 	u32 now = cc_jiffies(sk);
 	u32 alpha_pkts, cur_Bi, state;
 
-	CC_GUARD(sk, htcp316_ssthresh_for);
+	CC_GUARD_ACKED(sk, htcp316_ssthresh_for, sample);
 	state = cc_ca_state(sk);
 	if (state == TCP_CA_Open)
 		ca->pkts_acked = sample->pkts_acked;

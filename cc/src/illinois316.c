@@ -175,7 +175,7 @@ CC_CB(void, illinois316_pkts_acked, struct sock *sk, const struct ack_sample *sa
 	s32 rtt_us = cc_rtt_us(sample->rtt_us);
 	u32 rtt;
 
-	CC_GUARD(sk, illinois316_ssthresh_for);
+	CC_GUARD_ACKED(sk, illinois316_ssthresh_for, sample);
 	ca->acked = sample->pkts_acked;
 	if (rtt_us < 0)
 		return;

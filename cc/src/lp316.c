@@ -160,7 +160,7 @@ CC_CB(void, lp316_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 	struct lp316 *lp = cc_ca(sk);
 	u32 now = cc_ms(sk), sent = cc_tsecr_ms(sk);
 
-	CC_GUARD(sk, lp316_ssthresh_for);
+	CC_GUARD_ACKED(sk, lp316_ssthresh_for, sample);
 	if (sample->rtt_us > 0)
 		lp_rtt_sample(sk, lp, tp->rx_opt.rcv_tsval, tp->rx_opt.rcv_tsecr);
 	if (now > sent)

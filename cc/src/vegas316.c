@@ -114,7 +114,7 @@ CC_CB(void, vegas316_set_state, struct sock *sk, u8 new_state)
  * sample (us, negative: none), here in virtual time. */
 CC_CB(void, vegas316_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 {
-	CC_GUARD(sk, vegas316_ssthresh_for);
+	CC_GUARD_ACKED(sk, vegas316_ssthresh_for, sample);
 	cc316_vegas_rtt_sample(&((struct vegas316 *)cc_ca(sk))->v, cc_rtt_us(sample->rtt_us));
 }
 

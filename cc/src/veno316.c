@@ -138,7 +138,7 @@ CC_CB(void, veno316_pkts_acked, struct sock *sk, const struct ack_sample *sample
 	s32 rtt_us = cc_rtt_us(sample->rtt_us);
 	u32 vrtt;
 
-	CC_GUARD(sk, veno316_ssthresh_for);
+	CC_GUARD_ACKED(sk, veno316_ssthresh_for, sample);
 	if (rtt_us < 0)
 		return;
 	vrtt = (u32)rtt_us + 1; /* never 0 */

@@ -172,7 +172,7 @@ CC_CB(void, westwood316_pkts_acked, struct sock *sk, const struct ack_sample *sa
 	struct westwood316 *w = cc_ca(sk);
 	s32 rtt_us = cc_rtt_us(sample->rtt_us);
 
-	CC_GUARD(sk, westwood316_ssthresh_for);
+	CC_GUARD_ACKED(sk, westwood316_ssthresh_for, sample);
 	if (rtt_us > 0)
 		w->rtt = cc_usecs_to_jiffies((u32)rtt_us);
 }

@@ -164,7 +164,7 @@ CC_CB(void, yeah316_pkts_acked, struct sock *sk, const struct ack_sample *sample
 {
 	struct yeah316 *ca = cc_ca(sk);
 
-	CC_GUARD(sk, yeah316_ssthresh_for);
+	CC_GUARD_ACKED(sk, yeah316_ssthresh_for, sample);
 	if (cc_ca_state(sk) == TCP_CA_Open)
 		ca->pkts_acked = sample->pkts_acked;
 	cc316_vegas_rtt_sample(&ca->v, cc_rtt_us(sample->rtt_us));

@@ -21,20 +21,23 @@ class Sock(C.Structure):  # mirrors the host struct in cc/include/cc316.h
                 ("snd_ssthresh", C.c_uint32), ("snd_cwnd_clamp", C.c_uint32),
                 ("snd_nxt", C.c_uint32), ("max_packets_out", C.c_uint32),
                 ("prior_cwnd", C.c_uint32), ("prior_ssthresh", C.c_uint32),
-                ("undo_marker", C.c_uint32), ("_pad2", C.c_uint32),
+                ("undo_marker", C.c_uint32), ("delivered", C.c_uint32),
                 ("tcp_mstamp", C.c_uint64), ("snd_una", C.c_uint32), ("srtt_us", C.c_uint32),
-                ("mss_cache", C.c_uint32), ("_pad3", C.c_uint32),
-                ("rcv_tsval", C.c_uint32), ("rcv_tsecr", C.c_uint32)]  # rx_opt
+                ("mss_cache", C.c_uint32), ("packets_out", C.c_uint32),
+                ("rcv_tsval", C.c_uint32), ("rcv_tsecr", C.c_uint32),  # rx_opt
+                ("segs_out", C.c_uint32), ("sacked_out", C.c_uint32), ("lost_out", C.c_uint32),
+                ("retrans_out", C.c_uint32)]
 
 
 class GuardStats(C.Structure):  # cc316_guard_stats in cc/include/cc316.h
     _fields_ = [(name, C.c_uint64) for name in ("reductions", "missed_reductions", "missed_states",
-                                                 "foreign_ssthresh", "foreign_cwnd")]
+                                                 "foreign_ssthresh", "foreign_cwnd", "acked_seen",
+                                                 "acked_delivered", "sent_over")]
 
 
 class Guard(C.Structure):  # struct cc316_guard in cc/include/cc316.h: the private area's tail
     _fields_ = [("prior_cwnd", C.c_uint32), ("top_cwnd", C.c_uint32), ("ceiling", C.c_uint32),
-                ("state", C.c_uint8), ("armed", C.c_uint8), ("_pad", C.c_uint8 * 2)]
+                ("delivered", C.c_uint32), ("segs_out", C.c_uint32), ("state", C.c_uint8), ("armed", C.c_uint8), ("_pad", C.c_uint8 * 2)]
 
 
 class AckSample(C.Structure):
@@ -105,6 +108,8 @@ class Sim:
         s = self.sk
         s.tcp_mstamp += int(dt_us)
         self.una += pkts
+        s.delivered = (s.delivered + pkts) & 0xFFFFFFFF
+        s.packets_out = max(0, s.snd_nxt - self.una)  # sent before this ACK, not yet ACKed
         s.snd_una = (self.una * MSS) & 0xFFFFFFFF
         s.max_packets_out = s.snd_cwnd
         if rtt_us > 0:  # tcp_rtt_estimator: srtt_us = 8 x srtt, gain 1/8
@@ -117,6 +122,7 @@ class Sim:
         if s.icsk_ca_state not in (CWR, RECOVERY):  # 6.x tcp_cong_control: PRR there instead
             self.ops.cong_avoid(self.p, self.una, pkts)
         if self.una + s.snd_cwnd > s.snd_nxt:  # keep the window full
+            s.segs_out = (s.segs_out + self.una + s.snd_cwnd - s.snd_nxt) & 0xFFFFFFFF
             s.snd_nxt = self.una + s.snd_cwnd
 
     def rtt(self, rtt_us, pkts_per_ack=1, rtt_sample_us=None):

@@ -106,6 +106,22 @@ def test_a_window_no_stack_value_can_be_is_replaced_by_the_window_before_the_red
     assert sim.cwnd == prior
 
 
+def test_what_a_foreign_window_let_the_stack_send_is_counted_once(host_build):
+    sim = Sim(host_build, "reno", cwnd=300, ssthresh=100)
+    _warm(sim)
+    seen = sim.cwnd
+    before = sim.guard_stats()
+    sim.sk.snd_cwnd = GARBAGE                       # a skipped hook's window ...
+    sim.sk.snd_nxt += 3 * seen                      # ... let the stack send three windows more
+    sim.sk.segs_out += 3 * seen
+    sim.ack(1)
+    over = sim.sk.packets_out - (2 * seen + 2)      # above one slow-start step over `seen`
+    assert over > 0 and _delta(sim.guard_stats(), before)["sent_over"] == over
+    for _ in range(20):                             # the same data still in flight: once only
+        sim.ack(1)
+    assert _delta(sim.guard_stats(), before)["sent_over"] == over
+
+
 PLAUSIBLE_GARBAGE = 0x0673F735  # 108,266,549 segments: a bic316 run's window on the VM
 
 
@@ -201,8 +217,25 @@ def test_guard_changes_nothing_on_a_sound_host(host_build, variant):
             sim.loss()
             losses += 1
     got = _delta(sim.guard_stats(), before)
+    acked = got.pop("acked_seen")
+    assert acked > 0 and got.pop("acked_delivered") == acked
     assert got == {"reductions": losses, "missed_reductions": 0, "missed_states": 0,
-                   "foreign_ssthresh": 0, "foreign_cwnd": 0}
+                   "foreign_ssthresh": 0, "foreign_cwnd": 0, "sent_over": 0}
+
+
+def test_acks_whose_hooks_did_not_run_show_as_delivered_but_not_seen(host_build):
+    # the stack processed ACKs for 30 segments with no hook of the port running; the next
+    # ACK that runs pkts_acked() finds them in tp->delivered
+    sim = Sim(host_build, "reno", cwnd=100, ssthresh=50)
+    _warm(sim, 1)
+    before = sim.guard_stats()
+    for _ in range(10):
+        sim.ack(2)
+    sim.sk.delivered += 30                        # 15 ACKs of 2 the host ran without the port
+    for _ in range(10):
+        sim.ack(2)
+    got = _delta(sim.guard_stats(), before)
+    assert (got["acked_seen"], got["acked_delivered"]) == (40, 70)
 
 
 def test_state_change_without_set_state_is_counted(host_build):
@@ -216,8 +249,10 @@ def test_state_change_without_set_state_is_counted(host_build):
 def test_parse_bss_dump_reads_the_counters():
     dump = ('[{"key": ["0x00"], "value": ["0x00"], "formatted": {"value": {".bss": '
             '[{"cc316_guard_stats": {"reductions": 7, "missed_reductions": 1, '
-            '"missed_states": 2, "foreign_ssthresh": 1, "foreign_cwnd": 0}}]}}}]')
+            '"missed_states": 2, "foreign_ssthresh": 1, "foreign_cwnd": 0, "acked_seen": 900, '
+            '"acked_delivered": 910, "sent_over": 3}}]}}}]')
     assert cc.parse_bss_dump(dump) == {"reductions": 7, "missed_reductions": 1, "missed_states": 2,
-                                       "foreign_ssthresh": 1, "foreign_cwnd": 0}
+                                       "foreign_ssthresh": 1, "foreign_cwnd": 0, "acked_seen": 900,
+                                       "acked_delivered": 910, "sent_over": 3}
     with pytest.raises(cc.CCError, match="no cc316_guard_stats"):
         cc.parse_bss_dump('[{"formatted": {"value": {".bss": [{"other": 1}]}}}]')

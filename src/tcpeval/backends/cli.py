@@ -213,14 +213,22 @@ def cmd_calibrate(args) -> int:
 
 def envelope_table(cal: dict) -> str:
     """The calibration's envelope: per (flows, physical RTT) the raw and the faithful rate
-    of each link mechanism, in Gbps."""
+    of each link mechanism, and the 3.16 ports' ceiling below it where one was measured
+    ("faithful/ports"), in Gbps."""
     links = cal.get("links") or []
-    lines = [f"{'flows':>5} {'RTT ms':>7} {'raw':>6} " + " ".join(f"{name:>8}" for name in links)
-             + "   (Gbps; faithful per link mechanism)"]
+
+    def cell(found: dict) -> str:
+        rate = found.get("rate_bps")
+        text = "-" if rate is None else f"{rate / 1e9:.1f}"
+        if "ports_rate_bps" in found:
+            ports = found["ports_rate_bps"]
+            text += "/" + ("-" if ports is None else f"{ports / 1e9:.1f}")
+        return text
+    lines = [f"{'flows':>5} {'RTT ms':>7} {'raw':>6} " + " ".join(f"{name:>9}" for name in links)
+             + "   (Gbps; faithful per link mechanism / the 3.16 ports' ceiling)"]
     for p in cal["points"]:
-        rates = [(p["faithful"].get(name) or {}).get("rate_bps") for name in links]
         lines.append(f"{p['flows']:>5} {p['rtt_ms']:>7g} {p['throughput_bps'] / 1e9:>6.2f} "
-                     + " ".join(f"{'-' if r is None else f'{r / 1e9:.1f}':>8}" for r in rates))
+                     + " ".join(f"{cell(p['faithful'].get(name) or {}):>9}" for name in links))
     return "\n".join(lines)
 
 

@@ -15,7 +15,7 @@ import subprocess
 from ._common import CCError
 
 FIELDS = ("reductions", "missed_reductions", "missed_states", "foreign_ssthresh",
-          "foreign_cwnd")
+          "foreign_cwnd", "acked_seen", "acked_delivered", "sent_over")
 
 
 def guard_stats(handle) -> dict | None:

@@ -14,12 +14,27 @@ bottleneck rate at which a run comes out with fidelity verdict ok -- delay line 
 on time, senders' loaded RTT within the path's, receivers ACKing every second segment
 (tcpeval.backends.fidelity) -- and the link, not the CPUs, limits the flow: it delivers
 at least 98 % of the payload the link can carry. A run spoiled only by transient host
-trouble (a stalled vCPU) is tried again, up to FAITHFUL_TRIES times.
+trouble (a stalled vCPU) is tried again, up to FAITHFUL_TRIES times. A virtual machine's
+stalls come in spells (one spell: ~5 ms every second on one vCPU, for minutes; flagging
+every rate down to 0.2 Gbps at the point it hit): a point whose result on a link is below
+RESEARCH_SHARE of the median of that link's other points, and which was refused for
+transient trouble alone, is searched once more after the rest of the grid, and keeps the
+higher of its two results.
+
+The 3.16 ports then get their own ceiling at each point and mechanism: the host may run
+a port's congestion-control hooks without its BPF program (cc/include/cc316.h, "host-fault
+guard"), and more often the more it carries (one reno316 flow filling the link at 0.2 ms
+x7, 1.4 Gbps physical: 15 % of its reductions; at x10, 1.0 Gbps: none). From the faithful
+rate down in steps of PORTS_STEP, PORTS_VARIANT ports (as many flows as the point has)
+fill the link at p = 0 until the guard's check passes (fidelity.guard_check: its
+reductions) and the share of their acknowledged data whose hooks did not run stays within
+PORTS_SKIP_SHARE (half the verdict's limit: headroom for the runs). Only the guard counts
+there; the native search judged the rest of the path.
 
 A run then takes, among the mechanisms, the smallest time-dilation factor k whose rate/k
 lies inside that mechanism's envelope at the physical RTT k x RTT (log-linear between
 grid points; the end points beyond the grid), and the mechanism that gives it
-(`choose`). Runs without a configured rate use the default rate: DEFAULT_SHARE of the
+(`choose`); a run with a 3.16 port uses the lower of the two ceilings. Runs without a configured rate use the default rate: DEFAULT_SHARE of the
 lowest faithful rate of the best mechanism over the design's own RTTs, rounded down to
 0.1 Gbps. Calibration
 runs under the host lock (no experiment of ours disturbs it); the host's load average
@@ -59,7 +74,12 @@ DELIVERY = 0.98
 PHYSICAL_RTT_REACH = 8
 GRID_FLOWS = (1, 2)
 MIN_RTTS_PER_RUN = 40   # a calibration run lasts at least this many RTTs
-VERSION = 5  # 5: a point is judged as the least-dilated run that lands on it (judged_at)
+VERSION = 6  # 6: the ports' ceiling per point and mechanism (ports_rate_bps)
+# The ports' ceiling: the variant that fills the link (the native search's algorithm, as
+# its 3.16 port), the step down, and the share of skipped hooks a rate may show
+PORTS_VARIANT = "cubic"
+PORTS_STEP = 0.8
+PORTS_SKIP_SHARE = fidelity.GUARD_SHARE_MAX / 2
 HERE = Path(__file__).resolve().parent
 
 
@@ -203,7 +223,8 @@ def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duratio
             reasons = [f["text"] for f in findings]
             acks = rec["measured"].get("acks") or {}
             tried.append({"rate_bps": rate, "attempt": attempt + 1, "verdict": "flagged" if reasons else "ok",
-                          "reasons": reasons, "steady_bps": rec["measured"]["steady_throughput_bps"],
+                          "reasons": reasons, "transient": fidelity.transient_only(findings),
+                          "steady_bps": rec["measured"]["steady_throughput_bps"],
                           "segments_per_ack": acks.get("receiver_segments_per_ack_steady"),
                           "cpu_stolen": rec["measured"].get("cpu_stolen")})
             log(f"calibration: {link or 'link'} {flows} flow(s) at {rtt_ms} ms, {rate / 1e9:.1f} Gbps: "
@@ -228,6 +249,59 @@ def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duratio
     if good is None and FAITHFUL_FLOOR_BPS < bad and ok(FAITHFUL_FLOOR_BPS):
         good = FAITHFUL_FLOOR_BPS
     return {"rate_bps": good, "tried": tried}
+
+
+def spell_hit(point: dict, link: str, points: list[dict]) -> bool:
+    """Whether a point's search on ``link`` looks hit by a spell of host stalls: its result
+    is below RESEARCH_SHARE of the median of the link's other points, and every rate below
+    the search's top was refused for transient host trouble alone (a host that cannot
+    carry a rate falls short of its payload or saturates a CPU, which is not transient;
+    the load's own lateness at too high a rate looks like a stall, hence the neighbours)."""
+    found = point["faithful"].get(link) or {}
+    refused = [t for t in found.get("search", []) if t["verdict"] == "flagged"
+               and t["rate_bps"] < (point.get("search_top_bps") or 0.0)]  # the top may be beyond the host
+    others = sorted((p["faithful"].get(link) or {}).get("rate_bps") or 0.0 for p in points if p is not point)
+    if "search_again" in found or not refused or not others:
+        return False
+    median = others[len(others) // 2] if len(others) % 2 else sum(others[len(others) // 2 - 1:][:2]) / 2
+    return (found.get("rate_bps") or 0.0) < RESEARCH_SHARE * median and all(t.get("transient") for t in refused)
+
+
+def ports_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duration_s: float,
+               start_bps: float, link: str | None = None, log=None) -> dict:
+    """The highest rate from start_bps down, in steps of PORTS_STEP on the GRID_BPS grid,
+    at which ``flows`` PORTS_VARIANT ports filling the link at p = 0 pass the guard's
+    check (fidelity.guard_check) and have their hooks run for all but PORTS_SKIP_SHARE of
+    their acknowledged data (fidelity.skipped_share). ``executor(..., ports=True)`` runs
+    one. Returns {"rate_bps": the rate or None when even the floor skips more, "tried":
+    [...]}."""
+    log = log or (lambda m: None)
+    tried, rate = [], max(FAITHFUL_FLOOR_BPS, math.floor(start_bps / GRID_BPS + 1e-9) * GRID_BPS)
+    while True:
+        try:
+            rec = executor(rtt_ms, duration_s, Path(run_dir) / f"p{flows}-rtt{rtt_ms}-{link}-{rate:.0f}",
+                           flows, rate, link, ports=True)
+            guard = rec["measured"].get("cc_guard") or {}
+        except BackendError as err:
+            rec, guard = failed_record(err), {}
+        failed = not any(guard.values())  # no port ran, or the run failed: nothing says the hooks ran
+        skipped = max((fidelity.skipped_share(g) or 0.0 for g in guard.values() if g), default=None)
+        finding = fidelity.guard_check(guard)
+        ok = not failed and finding is None and skipped <= PORTS_SKIP_SHARE
+        tried.append({"rate_bps": rate, "verdict": "ok" if ok else "flagged", "skipped_share": skipped,
+                      "cc_guard": guard, "reasons": [str(finding)] if finding else [],
+                      "run_reasons": rec["fidelity"]["reasons"],
+                      "steady_bps": rec["measured"]["steady_throughput_bps"]})
+        log(f"calibration: {link or 'link'} {flows} {PORTS_VARIANT}316 port(s) at {rtt_ms} ms, "
+            f"{rate / 1e9:.1f} Gbps: " + ("the run failed" if failed else
+                                          f"hooks skipped for {100 * skipped:.2f} % of the data"
+                                          + (f", {finding}" if finding else "") + (" (ok)" if ok else "")))
+        if ok:
+            return {"rate_bps": rate, "tried": tried}
+        lower = math.floor(rate * PORTS_STEP / GRID_BPS + 1e-9) * GRID_BPS
+        if rate <= FAITHFUL_FLOOR_BPS:
+            return {"rate_bps": None, "tried": tried}
+        rate = max(FAITHFUL_FLOOR_BPS, lower)
 
 
 def failed_record(err: Exception) -> dict:
@@ -265,7 +339,11 @@ class Progress:
         self.expected_s = self.done_s + sum(per_point * (run_s + RUN_SETUP_S) for run_s in rest_s)
 
 
+# A point searched again (see the module's docstring): its result is below this share of
+# the median of its link's other points, and everything it refused was transient trouble
+RESEARCH_SHARE = 0.5
 SEARCH_RUNS = 6   # a bisection from the top on the 0.1 Gbps grid takes about this many
+PORTS_RUNS = 2    # and the ports' ceiling below it
 RUN_SETUP_S = 4.0  # a calibration run's set-up and teardown, for the ETA
 
 
@@ -279,21 +357,48 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
     points = []
     load_before = os.getloadavg()[0]
     todo = grid(design)
-    per_point = 1 + SEARCH_RUNS * len(links)
+    per_point = 1 + (SEARCH_RUNS + PORTS_RUNS) * len(links)
     progress = Progress(len(todo) * per_point, sum(per_point * (run_duration_s(duration_s, rtt) + RUN_SETUP_S)
                                                    for _, rtt in todo), log)
 
-    def counted(rtt_ms, dur, run_dir, flows, rate_bps=None, link=None, judged_at=1):
-        what = f"{link or 'unshaped'} {flows} flow(s) {rtt_ms} ms" + (f" {rate_bps / 1e9:.1f} Gbps" if rate_bps else "")
+    def counted(rtt_ms, dur, run_dir, flows, rate_bps=None, link=None, judged_at=1, ports=False):
+        what = (f"{link or 'unshaped'} {flows} {'port' if ports else 'flow'}(s) {rtt_ms} ms"
+                + (f" {rate_bps / 1e9:.1f} Gbps" if rate_bps else ""))
         try:
-            rec = executor(rtt_ms, dur, run_dir, flows, rate_bps, link, judged_at=judged_at)
+            rec = executor(rtt_ms, dur, run_dir, flows, rate_bps, link, judged_at=judged_at, ports=ports)
         except BackendError:
             progress.tick(f"{what}: failed", dur)
             raise
-        progress.tick(f"{what}: {rec['fidelity']['verdict']}", dur)
+        # a ports' run is judged by its guard alone (ports_rate logs that), not its verdict
+        progress.tick(f"{what}: {'ran' if ports else rec['fidelity']['verdict']}", dur)
         return rec
 
     raw_most = {}  # flows -> the most an unshaped run of that many flows carried so far
+
+    def search_point(point: dict, link: str, again: bool = False) -> None:
+        """The faithful rate of ``link`` at a point, then the ports' ceiling below it; a
+        second search keeps the first's result where that was higher."""
+        flows, rtt, dur = point["flows"], point["rtt_ms"], point["duration_s"]
+        found = faithful_rate(counted, Path(tmp) / ("again" if again else "faithful"), rtt_ms=rtt, flows=flows,
+                              duration_s=dur, start_bps=point["search_top_bps"], link=link,
+                              judged_at=point["judged_at"], log=log)
+        log(f"calibration: {link} faithful at {flows} flow(s), {rtt} ms"
+            + (f" (judged as x{point['judged_at']})" if point["judged_at"] > 1 else "")
+            + (" (searched again)" if again else "") + ": "
+            + (f"{found['rate_bps'] / 1e9:.1f} Gbps" if found["rate_bps"] else "none"))
+        if again:
+            first = point["faithful"][link]
+            first["search_again"] = found["tried"]
+            if (found["rate_bps"] or 0) <= (first["rate_bps"] or 0):
+                return
+            first["rate_bps"] = found["rate_bps"]
+        else:
+            point["faithful"][link] = {"rate_bps": found["rate_bps"], "search": found["tried"]}
+        if found["rate_bps"]:
+            hooks = ports_rate(counted, Path(tmp) / "ports", rtt_ms=rtt, flows=flows, duration_s=dur,
+                               start_bps=found["rate_bps"], link=link, log=log)
+            point["faithful"][link].update(ports_rate_bps=hooks["rate_bps"], ports_search=hooks["tried"])
+
     with tempfile.TemporaryDirectory(prefix="tcpeval-calibrate-") as tmp:
         for index, (flows, rtt) in enumerate(todo):
             dur = run_duration_s(duration_s, rtt)
@@ -316,15 +421,13 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
             raw_most[flows] = max(raw_most.get(flows, 0.0), bps or 0.0)
             point["search_top_bps"] = default_rate(raw_most[flows])
             for link in links:
-                found = faithful_rate(counted, Path(tmp) / "faithful", rtt_ms=rtt, flows=flows,
-                                      duration_s=dur, start_bps=point["search_top_bps"], link=link,
-                                      judged_at=point["judged_at"], log=log)
-                point["faithful"][link] = {"rate_bps": found["rate_bps"], "search": found["tried"]}
-                log(f"calibration: {link} faithful at {flows} flow(s), {rtt} ms"
-                    + (f" (judged as x{point['judged_at']})" if point["judged_at"] > 1 else "") + ": "
-                    + (f"{found['rate_bps'] / 1e9:.1f} Gbps" if found["rate_bps"] else "none"))
+                search_point(point, link)
             points.append(point)
             progress.point_done(index + 1, [run_duration_s(duration_s, r) for _, r in todo[index + 1:]])
+        for point, link in [(p, link) for p in points for link in links if spell_hit(p, link, points)]:
+            log(f"calibration: {link} at {point['flows']} flow(s), {point['rtt_ms']} ms refused only for "
+                f"host trouble down to {(point['faithful'][link]['rate_bps'] or 0) / 1e9:.1f} Gbps: searching again")
+            search_point(point, link, again=True)
     data = {"key": key, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "host_capacity_bps": min(p["throughput_bps"] for p in points),
             "points": points, "links": list(links),
@@ -345,15 +448,25 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
 
 # ---- the envelope -----------------------------------------------------------------
 
-def envelope_rate(cal: dict, link: str, flows: int, rtt_ms: float) -> float:
-    """What ``link`` carries faithfully for ``flows`` flows at physical RTT ``rtt_ms``:
-    log-linear in the RTT between the grid's points of that flow count (more flows than
-    measured: the largest count measured), the end points beyond the grid; 0 where a
-    point found no faithful rate."""
+def point_rate(point: dict, link: str, ports: bool = False) -> float:
+    """A grid point's faithful rate on ``link`` (0: none), for runs with 3.16 ports the
+    lower of it and the ports' ceiling (a calibration without one: the rate alone)."""
+    found = point["faithful"].get(link) or {}
+    rate = found.get("rate_bps") or 0.0
+    if ports and "ports_rate_bps" in found:
+        rate = min(rate, found["ports_rate_bps"] or 0.0)
+    return rate
+
+
+def envelope_rate(cal: dict, link: str, flows: int, rtt_ms: float, ports: bool = False) -> float:
+    """What ``link`` carries faithfully for ``flows`` flows at physical RTT ``rtt_ms``
+    (with ``ports``: flows of which some run a 3.16 port, point_rate): log-linear in the
+    RTT between the grid's points of that flow count (more flows than measured: the
+    largest count measured), the end points beyond the grid; 0 where a point found no
+    faithful rate."""
     counts = sorted({p["flows"] for p in cal["points"]})
     n = max([c for c in counts if c <= flows] or counts[:1])
-    pts = sorted((p["rtt_ms"], (p["faithful"].get(link) or {}).get("rate_bps") or 0.0)
-                 for p in cal["points"] if p["flows"] == n)
+    pts = sorted((p["rtt_ms"], point_rate(p, link, ports)) for p in cal["points"] if p["flows"] == n)
     if rtt_ms <= pts[0][0]:
         return pts[0][1]
     for (r0, v0), (r1, v1) in zip(pts, pts[1:]):
@@ -364,14 +477,15 @@ def envelope_rate(cal: dict, link: str, flows: int, rtt_ms: float) -> float:
 
 
 def choose(cal: dict, *, flows: int, rtt_ms: float, rate_bps: float | None, setting="auto",
-           link: str | None = None) -> tuple[int, str, float]:
-    """(k, link, what that link carries faithfully at k x rtt_ms) for a run: the mechanism
-    with the smallest factor (a tie: the one with more headroom), or ``link`` if given.
-    Raises dilation.DilationError as dilation.choose does."""
+           link: str | None = None, ports: bool = False) -> tuple[int, str, float]:
+    """(k, link, what that link carries faithfully at k x rtt_ms) for a run (``ports``:
+    one with 3.16 ports, envelope_rate): the mechanism with the smallest factor (a tie: the
+    one with more headroom), or ``link`` if given. Raises dilation.DilationError as
+    dilation.choose does."""
     best, refused = None, None
     for name in [link] if link else list(cal.get("links") or LINKS):
         def faithful_at(k, name=name):
-            return envelope_rate(cal, name, flows, rtt_ms * k)
+            return envelope_rate(cal, name, flows, rtt_ms * k, ports)
         try:
             k = dilation.choose(setting, rate_bps, faithful_at)
         except dilation.DilationError as err:
@@ -385,14 +499,21 @@ def choose(cal: dict, *, flows: int, rtt_ms: float, rate_bps: float | None, sett
     return best
 
 
+def runs_ports(condition) -> bool:
+    """Whether a condition runs a 3.16 port (whose hooks the host may skip)."""
+    return any(f.protocol == "tcp" and f.impl == "port" for f in condition.flows)
+
+
 def factor_for(cal: dict, condition, rate_bps: float | None, link: str | None = None) -> tuple[int, str, float]:
     """choose() for a condition, as a run gets it: the mechanism ``link``, else
     $TCPEVAL_LINK, else the best; refused (dilation.DilationError) where the condition
     cannot run so, as dilation.factor_for refuses native flows that would need k > 1."""
     flows = len(condition.flows)
+    ports = runs_ports(condition)
     k, link, cap = choose(cal, flows=flows, rtt_ms=condition.rtt_ms, rate_bps=rate_bps,
-                          setting=condition.dilation, link=link or forced_link())
-    dilation.factor_for(condition, rate_bps, lambda kk: envelope_rate(cal, link, flows, condition.rtt_ms * kk))
+                          setting=condition.dilation, link=link or forced_link(), ports=ports)
+    dilation.factor_for(condition, rate_bps,
+                        lambda kk: envelope_rate(cal, link, flows, condition.rtt_ms * kk, ports))
     return k, link, cap
 
 

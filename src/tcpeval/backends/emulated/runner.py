@@ -178,15 +178,19 @@ class EmulatedBackend:
 
     # ------------------------------------------------------------------ internals
     def _executor(self, art: Artifacts):
-        """executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1):
-        one native-CUBIC run at p = 0 with the dropper and the delay in place -- unshaped
-        (rate None: what the host carries at all) or at a bottleneck rate (what it carries
-        faithfully, judged by the verdict with the tolerances of a run dilated
-        ``judged_at``-fold). Returns the record; writes no trace.json."""
+        """executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1,
+        ports=False): one native-CUBIC run at p = 0 with the dropper and the delay in place
+        -- unshaped (rate None: what the host carries at all) or at a bottleneck rate (what
+        it carries faithfully, judged by the verdict with the tolerances of a run dilated
+        ``judged_at``-fold); with ``ports``, the flows run the 3.16 port of
+        calib.PORTS_VARIANT instead (the ports' ceiling). Returns the record; writes no
+        trace.json."""
         def executor(rtt_ms: float, dur: float, run_dir: Path, flows: int = 1,
-                     rate_bps: float | None = None, link: str | None = None, judged_at: int = 1) -> dict:
+                     rate_bps: float | None = None, link: str | None = None, judged_at: int = 1,
+                     ports: bool = False) -> dict:
             run_dir.mkdir(parents=True, exist_ok=True)
-            cond = adhoc_condition(["cubic"] * flows, rtt_ms, 0.0, dur, impl="native", seed=1)
+            cond = adhoc_condition([calib.PORTS_VARIANT if ports else "cubic"] * flows, rtt_ms, 0.0, dur,
+                                   impl="port" if ports else "native", seed=1)
             plan = plans.for_calibration(cond, rtt_ms, dur, rate_bps, link or bottleneck.forced_link() or "tbf",
                                          judged_at)
             runlog = common.RunLog(run_dir / "run.log", False, "calibration")
