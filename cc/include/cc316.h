@@ -547,9 +547,9 @@ CC_INLINE void cc316_guard_seen_state(struct sock *sk, struct cc316_guard *g)
 }
 
 /* What a window the port did not allow let the stack send: of the segments sent since
- * the port's last hook, those that put more in flight (tcp_packets_in_flight) than the bound (the largest window
- * the port allowed) -- each sent segment is counted once, however many hooks find it
- * still in flight. A skipped ssthresh() leaves PRR a threshold of garbage, and a window
+ * the port's last hook, those that put more in flight (tcp_packets_in_flight) than the
+ * bound (the largest window the port allowed) -- each sent segment is counted once,
+ * however many hooks find it still in flight. A skipped ssthresh() leaves PRR a threshold of garbage, and a window
  * of 10^9 segments lets the stack send all it holds until the next hook repairs it; the
  * skipped ACKs alone do not show that burst. */
 CC_INLINE void cc316_guard_sent_over(struct cc316_guard *g, struct tcp_sock *tp, u32 bound)

@@ -63,14 +63,17 @@ def test_wire_sized_frames_through_l2_switch(backend, tmp_path, variants, rate):
 
 
 @pytest.mark.parametrize("link", ["tbf", "tevlink"])
-def test_delay_line_cpu_has_no_network_softirq_but_the_engines_own(backend, tmp_path, rate, link, monkeypatch):
+def test_delay_line_cpu_has_no_network_softirq_but_the_engines_own(backend, tmp_path, rate_on, link, monkeypatch):
     """The sleeping delay line shares its CPU with no network softirq. The link engine
     (2 CPUs) processes the receivers' packets itself, inside its own sends, and nothing
     else: not the senders', not the switch's, not the iperf3 ends."""
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one CPU: nothing to place")
     monkeypatch.setenv("TCPEVAL_LINK", link)
-    cond = adhoc_condition(["cubic"], 6.2, 0.0, 1.0, impl="native", rate_bps=rate, seed=2)
+    # the mechanism's own envelope at 6.2 ms: the shared rate is the better mechanism's
+    # (in one CI calibration TBF carried 0.544 Gbps there, and native CUBIC at 0.5 was
+    # refused for needing x2)
+    cond = adhoc_condition(["cubic"], 6.2, 0.0, 1.0, impl="native", rate_bps=rate_on(link, 6.2), seed=2)
     record = backend.run(cond, tmp_path)
     place = record["mechanisms"]["placement"]
     line = place["line"]

@@ -12,8 +12,9 @@ from tcpeval.spec import adhoc_condition
 pytestmark = pytest.mark.root
 
 
-def test_the_link_engine_carries_its_rate_and_queues_at_most_its_buffer(backend, rate, tmp_path, monkeypatch):
+def test_the_link_engine_carries_its_rate_and_queues_at_most_its_buffer(backend, rate_on, tmp_path, monkeypatch):
     monkeypatch.setenv("TCPEVAL_LINK", "tevlink")
+    rate = rate_on("tevlink", 2.0)
     # a buffer of one BDP or more: Reno's halved window still fills the link (with half a
     # BDP it idles part of the time: 0.94 of the rate at 0.5 Gbps, 2 ms)
     buffer = max(64 * 1024, int(1.1 * rate * 0.002 / 8))

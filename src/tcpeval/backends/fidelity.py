@@ -71,8 +71,8 @@ Tolerances (documented in the trace under fidelity.tolerances):
   port's next hook repairs it, late by exactly such ACKs -- plus the segments the stack
   sent above the largest window the port allowed (a skipped hook's garbage window lets
   it send a burst before the repair). Beyond GUARD_SHARE_MAX the window moved measurably
-  unlike the algorithm's. Counted at every ACK (a 12-s reno316 run at 0.2 ms has ~140 reductions
-  and ~5 x 10^6 ACKs), it needs no long run. The host skips the hooks of the ACKs that
+  unlike the algorithm's. Counted at every ACK (a 12-s reno316 run at 0.2 ms has ~140
+  reductions and ~5 x 10^6 ACKs), it needs no long run. The host skips the hooks of the ACKs that
   reduce the window far more often than the others (reno316 filling the link at 0.2 ms:
   8-10 % of the reductions at x7 and at x10, 0.2-0.6 % of the data), so the count of
   missed reductions overstates what the run lost; it is reported with the state changes

@@ -23,8 +23,8 @@ higher of its two results.
 
 The 3.16 ports then get their own ceiling at each point and mechanism: the host may run
 a port's congestion-control hooks without its BPF program (cc/include/cc316.h, "host-fault
-guard"), and more often the more it carries (one reno316 flow filling the link at 0.2 ms
-x7, 1.4 Gbps physical: 15 % of its reductions; at x10, 1.0 Gbps: none). From the faithful
+guard"; one reno316 flow filling the link at 0.2 ms skipped them for 0.2-0.6 % of its data
+at x7 and x10, and for 8-15 % of its reductions, from run to run). From the faithful
 rate down in steps of PORTS_STEP, PORTS_VARIANT ports (as many flows as the point has)
 fill the link at p = 0 until the guard's check passes (fidelity.guard_check: its
 reductions) and the share of their acknowledged data whose hooks did not run stays within
@@ -34,10 +34,9 @@ there; the native search judged the rest of the path.
 A run then takes, among the mechanisms, the smallest time-dilation factor k whose rate/k
 lies inside that mechanism's envelope at the physical RTT k x RTT (log-linear between
 grid points; the end points beyond the grid), and the mechanism that gives it
-(`choose`); a run with a 3.16 port uses the lower of the two ceilings. Runs without a configured rate use the default rate: DEFAULT_SHARE of the
-lowest faithful rate of the best mechanism over the design's own RTTs, rounded down to
-0.1 Gbps. Calibration
-runs under the host lock (no experiment of ours disturbs it); the host's load average
+(`choose`); a run with a 3.16 port uses the lower of the two ceilings. Runs without a
+configured rate use the default rate: DEFAULT_SHARE of the lowest faithful rate of the best
+mechanism over the design's own RTTs, rounded down to 0.1 Gbps. Calibration runs under the host lock (no experiment of ours disturbs it); the host's load average
 before and after is recorded, since other tenants' load lowers the figures. The result is
 cached in /var/cache/tcpeval (root) or ~/.cache/tcpeval, keyed by hostname, kernel, CPU
 count and the content hash of the backend (its C/BPF sources and Python modules), so a
@@ -45,17 +44,17 @@ new kernel or a changed backend is calibrated anew; it is recorded in each trace
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 import platform
 import socket
+import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from tcpeval import dilation
+from tcpeval import dilation, provenance
 from tcpeval.backends import fidelity
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated.bottleneck import LINKS, forced_link
@@ -111,17 +110,10 @@ def design_rtt_range(design: dict | None = None) -> tuple[float, float]:
     return min(rtts), max(rtts)
 
 
-def _hash_backend_sources() -> str:
-    h = hashlib.sha256()
-    for path in sorted(HERE.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
-
-
 # Taken when the process loads the backend: a process still running older code (a
 # campaign while its author edits the backend) must not file its calibration under the
 # key of the sources now on disk.
-_BACKEND_HASH = _hash_backend_sources()
+_BACKEND_HASH = provenance.sources_hash(HERE, ("*.py",))
 
 
 def backend_hash() -> str:
@@ -260,11 +252,11 @@ def spell_hit(point: dict, link: str, points: list[dict]) -> bool:
     found = point["faithful"].get(link) or {}
     refused = [t for t in found.get("search", []) if t["verdict"] == "flagged"
                and t["rate_bps"] < (point.get("search_top_bps") or 0.0)]  # the top may be beyond the host
-    others = sorted((p["faithful"].get(link) or {}).get("rate_bps") or 0.0 for p in points if p is not point)
+    others = [(p["faithful"].get(link) or {}).get("rate_bps") or 0.0 for p in points if p is not point]
     if "search_again" in found or not refused or not others:
         return False
-    median = others[len(others) // 2] if len(others) % 2 else sum(others[len(others) // 2 - 1:][:2]) / 2
-    return (found.get("rate_bps") or 0.0) < RESEARCH_SHARE * median and all(t.get("transient") for t in refused)
+    return ((found.get("rate_bps") or 0.0) < RESEARCH_SHARE * statistics.median(others)
+            and all(t.get("transient") for t in refused))
 
 
 def ports_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duration_s: float,
