@@ -475,6 +475,7 @@ struct cc316_guard_stats {
 	cc_u64 acked_seen;        /* segments the port's pkts_acked() saw acknowledged */
 	cc_u64 acked_delivered;   /* segments the stack delivered between the port's pkts_acked() calls */
 	cc_u64 sent_over;         /* segments the stack sent above the largest window the port allowed */
+	cc_u64 max_allowed_cwnd;  /* the largest window a hook of the port let stand (a maximum, not a count) */
 };
 #if defined(CC_TARGET_KMOD)
 static struct cc316_guard_stats cc316_guard_stats;
@@ -572,9 +573,17 @@ CC_INLINE u32 cc316_guard_check(struct sock *sk)
 	struct tcp_sock *tp = cc_tp(sk);
 	struct cc316_guard *g = cc_guard(sk);
 	u32 missed = 0;
+	u32 prior;
 
 	if (!g->armed)
 		return 0;
+	/* a reduction that began at a window above every one the port allowed (a skipped
+	 * hook's garbage not yet replaced) began, for the port, at the window it last saw:
+	 * the repair's threshold and window come from that, not from the garbage
+	 * (tp->prior_cwnd itself is not writable from BPF; PRR only grows more cautious
+	 * with a large one) */
+	prior = tp->prior_cwnd > cc_max(g->ceiling, cc316_guard_grown(g)) ? cc_max(g->top_cwnd, 2)
+									      : tp->prior_cwnd;
 	cc316_guard_seen_state(sk, g);
 	if (tp->prior_cwnd != g->prior_cwnd) {
 		CC_COUNT(missed_reductions);
@@ -587,23 +596,28 @@ CC_INLINE u32 cc316_guard_check(struct sock *sk)
 	cc316_guard_sent_over(g, tp, cc316_guard_cwnd_bound(g, tp));
 	if (tp->snd_cwnd > CC_INFINITE_SSTHRESH) {
 		CC_COUNT(foreign_cwnd);
-		CC_SET_CWND(tp, cc_max(tp->prior_cwnd, 2));
+		CC_SET_CWND(tp, cc_max(prior, 2));
 	} else if (tp->snd_cwnd > cc316_guard_cwnd_bound(g, tp)) {
 		CC_COUNT(foreign_cwnd);
 		CC_SET_CWND(tp, cc_max(g->top_cwnd, 2));
 	}
 	g->top_cwnd = tp->snd_cwnd;
 	g->ceiling = cc_max(g->ceiling, tp->snd_cwnd);
+	/* the port's own windows, for the verdict's window check: a sampled window may be
+	 * one the host's skipped hook left for a moment, which this check just replaced
+	 * (racy between sockets: a lost update only lowers a maximum another hook resets) */
+	if (tp->snd_cwnd > cc316_guard_stats.max_allowed_cwnd)
+		cc316_guard_stats.max_allowed_cwnd = tp->snd_cwnd;
 	if (!missed)
 		return 0;
-	return tp->prior_cwnd ? tp->prior_cwnd : tp->snd_cwnd;
+	return prior ? prior : tp->snd_cwnd;
 }
 
 /* Put in the threshold the port computes for the missed reduction, and the window the
  * stack would have derived from it: PRR's ceiling (the window before the reduction)
  * while the reduction lasts, the threshold itself once it is over. Nothing to do when
  * the stack already holds that threshold or has since undone the reduction. */
-CC_INLINE void cc316_guard_repair(struct sock *sk, u32 ssthresh)
+CC_INLINE void cc316_guard_repair(struct sock *sk, u32 ssthresh, u32 prior)
 {
 	struct tcp_sock *tp = cc_tp(sk);
 	u32 state = cc_ca_state(sk);
@@ -616,7 +630,7 @@ CC_INLINE void cc316_guard_repair(struct sock *sk, u32 ssthresh)
 	tp->snd_ssthresh = ssthresh;
 	cc_guard(sk)->ceiling = cc_max(cc_guard(sk)->ceiling, ssthresh);
 	if (state == TCP_CA_CWR || state == TCP_CA_Recovery)
-		CC_SET_CWND(tp, cc_min(tp->snd_cwnd, cc_max(tp->prior_cwnd, 2)));
+		CC_SET_CWND(tp, cc_min(tp->snd_cwnd, cc_max(prior, 2)));
 	else if (state != TCP_CA_Loss)
 		CC_SET_CWND(tp, cc_min(tp->snd_cwnd, ssthresh));
 }
@@ -627,7 +641,7 @@ CC_INLINE void cc316_guard_repair(struct sock *sk, u32 ssthresh)
 	do {                                                                      \
 		u32 cc_missed_cwnd_ = cc316_guard_check(sk);                      \
 		if (cc_missed_cwnd_)                                              \
-			cc316_guard_repair(sk, ssthresh_for(sk, cc_missed_cwnd_)); \
+			cc316_guard_repair(sk, ssthresh_for(sk, cc_missed_cwnd_), cc_missed_cwnd_); \
 	} while (0)
 
 /* CC_GUARD_ACKED(sk, ssthresh_for, sample): CC_GUARD in pkts_acked(), which also counts
@@ -637,6 +651,23 @@ CC_INLINE void cc316_guard_repair(struct sock *sk, u32 ssthresh)
 		CC_GUARD(sk, ssthresh_for);                                       \
 		cc316_guard_acked(sk, (sample)->pkts_acked);                      \
 	} while (0)
+
+/* In ssthresh(), before the port computes its threshold: the window the reduction starts
+ * from. The stack set prior_cwnd = snd_cwnd just before; if that window is one no hook of
+ * the port allowed (a skipped hook's garbage the guard has not yet replaced: a two-flow
+ * reno316 run let a window of 1.07e9 segments stand this way, through a threshold computed
+ * from it), the port reduces from the window it last saw instead. */
+CC_INLINE u32 cc316_guard_reduction_window(struct sock *sk)
+{
+	struct tcp_sock *tp = cc_tp(sk);
+	struct cc316_guard *g = cc_guard(sk);
+
+	if (g->armed && tp->snd_cwnd > cc316_guard_cwnd_bound(g, tp)) {
+		CC_COUNT(foreign_cwnd);
+		CC_SET_CWND(tp, cc_max(g->top_cwnd, 2));
+	}
+	return tp->snd_cwnd;
+}
 
 /* In ssthresh(): the reduction the port makes (the stack set prior_cwnd just before). */
 CC_INLINE u32 cc316_guard_reduction(struct sock *sk, u32 ssthresh)

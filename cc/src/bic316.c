@@ -126,7 +126,7 @@ CC_CB(void, bic316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 
 CC_CB(u32, bic316_ssthresh, struct sock *sk)
 {
-	return cc316_guard_reduction(sk, bic316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
+	return cc316_guard_reduction(sk, bic316_ssthresh_for(sk, cc316_guard_reduction_window(sk)));
 }
 
 CC_CB(u32, bic316_undo_cwnd, struct sock *sk)

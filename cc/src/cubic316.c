@@ -205,7 +205,7 @@ CC_CB(void, cubic316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 
 CC_CB(u32, cubic316_ssthresh, struct sock *sk)
 {
-	return cc316_guard_reduction(sk, cubic316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
+	return cc316_guard_reduction(sk, cubic316_ssthresh_for(sk, cc316_guard_reduction_window(sk)));
 }
 
 CC_CB(u32, cubic316_undo_cwnd, struct sock *sk)

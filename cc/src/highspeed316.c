@@ -108,7 +108,7 @@ CC_CB(void, highspeed316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 
 CC_CB(u32, highspeed316_ssthresh, struct sock *sk)
 {
-	return cc316_guard_reduction(sk, highspeed316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
+	return cc316_guard_reduction(sk, highspeed316_ssthresh_for(sk, cc316_guard_reduction_window(sk)));
 }
 
 /* 3.16 HS-TCP had no undo hook: the stack's default applies. */

@@ -205,7 +205,7 @@ CC_INLINE u32 htcp316_ssthresh_for(struct sock *sk, u32 cwnd)
 
 CC_CB(u32, htcp316_ssthresh, struct sock *sk)
 {
-	return cc316_guard_reduction(sk, htcp316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
+	return cc316_guard_reduction(sk, htcp316_ssthresh_for(sk, cc316_guard_reduction_window(sk)));
 }
 
 CC_CB(void, htcp316_cong_avoid, struct sock *sk, u32 ack, u32 acked)

@@ -75,7 +75,7 @@ CC_INLINE u32 hybla316_ssthresh_for(struct sock *sk, u32 cwnd)
 
 CC_CB(u32, hybla316_ssthresh, struct sock *sk)
 {
-	return cc316_guard_reduction(sk, hybla316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
+	return cc316_guard_reduction(sk, hybla316_ssthresh_for(sk, cc316_guard_reduction_window(sk)));
 }
 
 CC_INLINE void hybla_grow(struct tcp_sock *tp, struct hybla316 *ca)

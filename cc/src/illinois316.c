@@ -66,7 +66,7 @@ CC_INLINE u32 illinois316_ssthresh_for(struct sock *sk, u32 cwnd)
 
 CC_CB(u32, illinois316_ssthresh, struct sock *sk)
 {
-	return cc316_guard_reduction(sk, illinois316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
+	return cc316_guard_reduction(sk, illinois316_ssthresh_for(sk, cc316_guard_reduction_window(sk)));
 }
 
 /* alpha(da, dm): the maximum while delay stays low, else

@@ -73,7 +73,7 @@ CC_INLINE u32 lp316_ssthresh_for(struct sock *sk, u32 cwnd)
 
 CC_CB(u32, lp316_ssthresh, struct sock *sk)
 {
-	return cc316_guard_reduction(sk, lp316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
+	return cc316_guard_reduction(sk, lp316_ssthresh_for(sk, cc316_guard_reduction_window(sk)));
 }
 
 /* Reno, but no growth within inference. */

@@ -32,7 +32,7 @@ CC_CB(void, scalable316_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 
 CC_CB(u32, scalable316_ssthresh, struct sock *sk)
 {
-	return cc316_guard_reduction(sk, scalable316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
+	return cc316_guard_reduction(sk, scalable316_ssthresh_for(sk, cc316_guard_reduction_window(sk)));
 }
 
 /* 3.16 Scalable had no undo hook: the stack's default applies. */

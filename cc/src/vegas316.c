@@ -34,7 +34,7 @@ CC_INLINE u32 vegas316_ssthresh_for(struct sock *sk, u32 cwnd)
 
 CC_CB(u32, vegas316_ssthresh, struct sock *sk)
 {
-	return cc316_guard_reduction(sk, vegas316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
+	return cc316_guard_reduction(sk, vegas316_ssthresh_for(sk, cc316_guard_reduction_window(sk)));
 }
 
 /* 3.16 tcp_vegas_ssthresh(): the threshold Vegas itself lowers to (cwnd - 1). */

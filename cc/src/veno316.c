@@ -59,7 +59,7 @@ CC_INLINE u32 veno316_ssthresh_for(struct sock *sk, u32 cwnd)
 
 CC_CB(u32, veno316_ssthresh, struct sock *sk)
 {
-	return cc316_guard_reduction(sk, veno316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
+	return cc316_guard_reduction(sk, veno316_ssthresh_for(sk, cc316_guard_reduction_window(sk)));
 }
 
 CC_INLINE void veno_adjust(struct sock *sk, struct veno316 *ca, u32 acked)

@@ -52,7 +52,7 @@ CC_INLINE u32 westwood316_ssthresh_for(struct sock *sk, u32 cwnd)
 
 CC_CB(u32, westwood316_ssthresh, struct sock *sk)
 {
-	return cc316_guard_reduction(sk, westwood316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
+	return cc316_guard_reduction(sk, westwood316_ssthresh_for(sk, cc316_guard_reduction_window(sk)));
 }
 
 /* BWE x RTTmin in packets (3.16: 32-bit product), at least 2. */

@@ -69,7 +69,7 @@ CC_INLINE u32 yeah316_ssthresh_for(struct sock *sk, u32 cwnd)
 
 CC_CB(u32, yeah316_ssthresh, struct sock *sk)
 {
-	return cc316_guard_reduction(sk, yeah316_ssthresh_for(sk, cc_tp(sk)->snd_cwnd));
+	return cc316_guard_reduction(sk, yeah316_ssthresh_for(sk, cc316_guard_reduction_window(sk)));
 }
 
 /* The once-per-RTT mode decision and precautionary decongestion. */

@@ -32,7 +32,7 @@ class Sock(C.Structure):  # mirrors the host struct in cc/include/cc316.h
 class GuardStats(C.Structure):  # cc316_guard_stats in cc/include/cc316.h
     _fields_ = [(name, C.c_uint64) for name in ("reductions", "missed_reductions", "missed_states",
                                                  "foreign_ssthresh", "foreign_cwnd", "acked_seen",
-                                                 "acked_delivered", "sent_over")]
+                                                 "acked_delivered", "sent_over", "max_allowed_cwnd")]
 
 
 class Guard(C.Structure):  # struct cc316_guard in cc/include/cc316.h: the private area's tail
@@ -145,6 +145,11 @@ class Sim:
     def guard_stats(self) -> dict:
         g = GuardStats.in_dll(self.lib, "cc316_guard_stats")
         return {name: getattr(g, name) for name, _ in GuardStats._fields_}
+
+    def reset_guard_maxima(self) -> None:
+        """Zero the maxima among the counters, as a fresh registration has them (the host
+        build's counters are one set for every test that loads it)."""
+        GuardStats.in_dll(self.lib, "cc316_guard_stats").max_allowed_cwnd = 0
 
     def loss(self):
         """Fast recovery as the stack does it: prior_cwnd, the ssthresh hook, counter

@@ -140,6 +140,62 @@ def test_a_window_no_hook_of_the_port_allowed_is_replaced_by_the_one_it_last_saw
     assert seen <= sim.cwnd <= seen + 2, (seen, sim.cwnd)
 
 
+def test_the_largest_window_a_port_let_stand_leaves_out_the_one_it_replaced(host_build):
+    # the verdict's window check judges a port by this maximum, not by a sample that may
+    # catch a skipped hook's window before the guard's next check replaces it
+    sim = Sim(host_build, "reno", cwnd=300, ssthresh=100)
+    sim.reset_guard_maxima()
+    _warm(sim)
+    seen = sim.cwnd
+    assert seen - 2 <= sim.guard_stats()["max_allowed_cwnd"] <= seen
+    sim.sk.snd_cwnd = PLAUSIBLE_GARBAGE             # a skipped undo_cwnd()
+    sim.ack(1)
+    assert seen <= sim.guard_stats()["max_allowed_cwnd"] <= seen + 2
+
+
+def _at_own_window_then_garbage(host_build, variant):
+    """A warmed port at a window it allowed (`seen`), its twin, and the port's window
+    replaced by a skipped hook's garbage that no hook of it has seen yet."""
+    sims = [Sim(host_build, variant, cwnd=300, ssthresh=100) for _ in range(2)]
+    for sim in sims:
+        _warm(sim)
+    seen = sims[0].cwnd
+    for sim in sims:
+        sim.allow_window(seen)
+    sims[0].sk.snd_cwnd = PLAUSIBLE_GARBAGE         # a skipped undo_cwnd(), not yet replaced
+    return sims[0], sims[1], seen
+
+
+@pytest.mark.parametrize("variant", cc.VARIANTS)
+def test_a_reduction_that_starts_at_a_skipped_hooks_window_is_made_from_the_ports_own(host_build, variant):
+    # the stack calls ssthresh() with prior_cwnd = snd_cwnd = the garbage: the threshold
+    # is the one the port computes from the window it allowed, never one of ~10^8
+    sim, twin, seen = _at_own_window_then_garbage(host_build, variant)
+    sim.reset_guard_maxima()
+    _stack_reduction(sim, RECOVERY, hook=True)
+    _stack_reduction(twin, RECOVERY, hook=True)
+    assert sim.sk.snd_ssthresh == twin.sk.snd_ssthresh <= seen
+    for _ in range(5):
+        sim.ack(1)
+    assert sim.guard_stats()["max_allowed_cwnd"] <= 2 * seen + 2
+
+
+@pytest.mark.parametrize("variant", cc.VARIANTS)
+def test_a_skipped_reduction_from_a_skipped_hooks_window_is_repaired_from_the_ports_own(host_build, variant):
+    # two skips in a row: the reduction began at the garbage (prior_cwnd) and its
+    # ssthresh() did not run either; the repair must not take its threshold from prior_cwnd
+    sim, twin, seen = _at_own_window_then_garbage(host_build, variant)
+    sim.reset_guard_maxima()
+    _stack_reduction_without_hook(sim, RECOVERY)
+    sim.ack(1)
+    _stack_reduction(twin, RECOVERY, hook=True)
+    assert sim.sk.snd_ssthresh == twin.sk.snd_ssthresh <= seen
+    assert sim.cwnd <= seen
+    for _ in range(5):
+        sim.ack(1)
+    assert sim.guard_stats()["max_allowed_cwnd"] <= 2 * seen + 2
+
+
 PLAUSIBLE_THRESHOLD = 0x7FFFFF00  # below 2^31 - 1: a stack can hold it
 
 
@@ -219,6 +275,7 @@ def test_guard_changes_nothing_on_a_sound_host(host_build, variant):
     got = _delta(sim.guard_stats(), before)
     acked = got.pop("acked_seen")
     assert acked > 0 and got.pop("acked_delivered") == acked
+    got.pop("max_allowed_cwnd")  # a maximum, not a count
     assert got == {"reductions": losses, "missed_reductions": 0, "missed_states": 0,
                    "foreign_ssthresh": 0, "foreign_cwnd": 0, "sent_over": 0}
 
@@ -250,9 +307,9 @@ def test_parse_bss_dump_reads_the_counters():
     dump = ('[{"key": ["0x00"], "value": ["0x00"], "formatted": {"value": {".bss": '
             '[{"cc316_guard_stats": {"reductions": 7, "missed_reductions": 1, '
             '"missed_states": 2, "foreign_ssthresh": 1, "foreign_cwnd": 0, "acked_seen": 900, '
-            '"acked_delivered": 910, "sent_over": 3}}]}}}]')
+            '"acked_delivered": 910, "sent_over": 3, "max_allowed_cwnd": 412}}]}}}]')
     assert cc.parse_bss_dump(dump) == {"reductions": 7, "missed_reductions": 1, "missed_states": 2,
                                        "foreign_ssthresh": 1, "foreign_cwnd": 0, "acked_seen": 900,
-                                       "acked_delivered": 910, "sent_over": 3}
+                                       "acked_delivered": 910, "sent_over": 3, "max_allowed_cwnd": 412}
     with pytest.raises(cc.CCError, match="no cc316_guard_stats"):
         cc.parse_bss_dump('[{"formatted": {"value": {".bss": [{"other": 1}]}}}]')

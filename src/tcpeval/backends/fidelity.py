@@ -40,7 +40,10 @@ Tolerances (documented in the trace under fidelity.tolerances):
   path -- no path needs it, and no 3.16 host reached it (a window far above that is a
   corrupted sender, as the ports' ~1e9-segment windows were). The BDP is taken at the
   larger of the RTT setting and the senders' loaded RTT: host queueing is the loaded-RTT
-  check's to flag, not this one's.
+  check's to flag, not this one's. A 3.16 port is judged by the largest window its guard
+  let stand (max_allowed_cwnd), not by its samples: a sample may catch the garbage window
+  a skipped hook left until the guard's next check replaced it, and what that window let
+  the stack send is the guard check's to judge.
 - ACK clock: the receivers' data segments per ACK in the run's second half (steady state),
   leaving out what a loss makes them ACK at once, must lie in SEGS_PER_ACK (3.16 receivers
   with delayed ACKs sent one ACK per two segments; every 3.16 algorithm counts ACKs, so a
@@ -79,8 +82,8 @@ Tolerances (documented in the trace under fidelity.tolerances):
   and windows the guard repaired after them (their echoes: 34-50 windows per missed
   reduction at 9.5 Gbps x24), and judged (more than GUARD_MIN_EVENTS and
   GUARD_SHARE_MAX of the reductions) only for a port built before the guard counted
-  the data. A window far above the path stays the window check's to flag, whatever the
-  guard saw.
+  the data. A window the port itself let stand far above the path stays the window
+  check's to flag, whatever the guard saw.
 """
 from __future__ import annotations
 

@@ -15,7 +15,10 @@ import subprocess
 from ._common import CCError
 
 FIELDS = ("reductions", "missed_reductions", "missed_states", "foreign_ssthresh",
-          "foreign_cwnd", "acked_seen", "acked_delivered", "sent_over")
+          "foreign_cwnd", "acked_seen", "acked_delivered", "sent_over", "max_allowed_cwnd")
+# fields that hold a maximum over the registration, not a count: a run keeps their value
+# after its traffic (a port is registered for one run), not a difference
+GUARD_MAXIMA = frozenset({"max_allowed_cwnd"})
 
 
 def guard_stats(handle) -> dict | None:
@@ -40,6 +43,6 @@ def parse_bss_dump(text: str) -> dict:
             for var in section:
                 if "cc316_guard_stats" in var:
                     stats = var["cc316_guard_stats"]
-                    return {k: int(stats[k]) for k in FIELDS}
+                    return {k: int(stats[k]) for k in FIELDS if k in stats}
     raise CCError("the .bss map holds no cc316_guard_stats (an object built before the guard?)")
 

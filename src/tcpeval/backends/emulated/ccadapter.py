@@ -96,9 +96,12 @@ def guard_stats(handle) -> dict | None:
 
 
 def guard_difference(after: dict | None, before: dict | None) -> dict | None:
+    """The run's own counts (after - before); a maximum (tcpeval.cc GUARD_MAXIMA) as it
+    stands after the traffic: the port is registered for this run only."""
     if after is None or before is None:
         return None
-    return {k: after[k] - before[k] for k in after}
+    maxima = getattr(cc_module(), "GUARD_MAXIMA", frozenset())
+    return {k: after[k] if k in maxima else after[k] - before.get(k, 0) for k in after}
 
 
 def socket_algorithms(ns: str, port: int) -> list[str]:

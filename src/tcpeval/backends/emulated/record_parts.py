@@ -116,6 +116,22 @@ def loaded_rtts(run: Run) -> dict:
     return out
 
 
+def judged_window_bytes(run: Run) -> float | None:
+    """The largest congestion window the window check judges: a port's own -- the largest
+    its guard let stand (max_allowed_cwnd) -- and every other flow's largest sample. A
+    port's sample may catch the garbage window a skipped hook left until the guard's next
+    check replaced it (a two-flow reno316 run at 0.2 ms sampled one of ~10^8 segments in
+    three attempts of three); what that window let the stack send is the guard check's to
+    judge (sent_over), and the window check keeps judging what the port itself did."""
+    guard = run.traffic.cc_guard or {}
+    windows = []
+    for handle, res in zip(run.handles, run.parsed):
+        own = (guard.get(handle.kernel_name) or {}).get("max_allowed_cwnd") if handle is not None \
+            and handle.impl == "port" else None
+        windows.append(own * MSS_BYTES if own is not None else res["summary"].get("max_cwnd_bytes") or 0)
+    return max(windows, default=None)
+
+
 def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, loaded: dict) -> dict:
     plan, parsed = run.plan, run.parsed
     # a sender whose default is its own flow's algorithm (native bbr) paces as that
@@ -141,7 +157,7 @@ def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, lo
             delay_stats=run.delay.stats if run.delayer.mechanism != "netem" else None,
             link_stats=(run.delay.stats or {}).get("link")),
         fidelity.FlowMeasurements(
-            max_cwnd_bytes=max((r["summary"].get("max_cwnd_bytes") or 0 for r in parsed), default=None),
+            max_cwnd_bytes=judged_window_bytes(run),
             segments_per_ack=run.traffic.acks["receiver_segments_per_ack_steady"],
             segments_per_ack_after_hole_fills=run.traffic.acks["receiver_segments_per_ack_steady_after_hole_fills"],
             receiver_acks=run.traffic.acks["receiver_acks_steady"],
