@@ -6,6 +6,8 @@ import ctypes as C
 from functools import lru_cache
 from pathlib import Path
 
+from tcpeval.cc._guard import FIELDS as GUARD_FIELDS
+
 INFINITE_SSTHRESH = 0x7FFFFFFF
 OPEN, DISORDER, CWR, RECOVERY, LOSS = range(5)
 # enum tcp_ca_event and tcp_ca_ack_event_flags (6.x)
@@ -29,10 +31,9 @@ class Sock(C.Structure):  # mirrors the host struct in cc/include/cc316.h
                 ("retrans_out", C.c_uint32)]
 
 
-class GuardStats(C.Structure):  # cc316_guard_stats in cc/include/cc316.h
-    _fields_ = [(name, C.c_uint64) for name in ("reductions", "missed_reductions", "missed_states",
-                                                 "foreign_ssthresh", "foreign_cwnd", "acked_seen",
-                                                 "acked_delivered", "sent_over", "max_allowed_cwnd")]
+class GuardStats(C.Structure):  # cc316_guard_stats in cc/include/cc316.h: its u64s in the
+    # order the runner's reader names them (tcpeval.cc._guard.FIELDS)
+    _fields_ = [(name, C.c_uint64) for name in GUARD_FIELDS]
 
 
 class Guard(C.Structure):  # struct cc316_guard in cc/include/cc316.h: the private area's tail
