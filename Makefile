@@ -15,7 +15,7 @@ VENV := .venv/bin
 SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE)
 CONFIG = --config campaign=$(CAMPAIGN) backend=$(BACKEND) $(CONFIG_ARGS)
 
-.PHONY: bootstrap image paper findings validation validate-dilation runs dry-run report snakemake-report calibrate test test-all lint bench status design data-push data-pull cleanup clean help
+.PHONY: bootstrap image paper findings validation validate-dilation validate-stopping runs dry-run report snakemake-report calibrate test test-all lint bench status design data-push data-pull cleanup clean help
 
 help:
 	@echo "make paper  [CAMPAIGN=smoke|quick|paper] [BACKEND=emulated|testbed]  runs -> paper/main.pdf"
@@ -27,6 +27,7 @@ help:
 	@echo "make lint                      ruff, snakefmt --check, snakemake --lint (paper's and a non-paper design)"
 	@echo "make bench                     benchmarks (throughput of the emulator, analysis speed)"
 	@echo "make validate-dilation [DILATION_CAMPAIGN=dilation|dilation-quick|dilation-long]  time-dilated runs against undilated ones (7.7 h | 45 min | 1.2 h)"
+	@echo "make validate-stopping [STOPPING_CAMPAIGN=stopping|stopping-quick]  precision-driven runs against runs five times longer (2-3 h | 1 h)"
 	@echo "make runs     CAMPAIGN=...     only the raw traces"
 	@echo "make status   CAMPAIGN=...     runs done / total, flagged runs, ETA"
 	@echo "make dry-run  CAMPAIGN=paper   list the jobs (1,280 runs for the paper campaign)"
@@ -121,6 +122,16 @@ validate-dilation: bootstrap
 	$(SNAKEMAKE) $(SNAKEMAKE_ARGS) $(CONFIG)
 	$(VENV)/tcpeval dilation-check --results $(DILATION_RESULTS) --fig-dir $(DILATION_RESULTS)/figures \
 	  --out-tex $(DILATION_RESULTS)/dilation-check.tex --out-json $(DILATION_RESULTS)/dilation-check.json --table --strict
+
+# Stopped early is not stopped wrong: precision-driven runs against independent runs five
+# times longer (campaign stopping: Reno, CUBIC, BIC at 0.2 ms, p = 1e-4, on the paper's
+# link, about 2-3 h here; STOPPING_CAMPAIGN=stopping-quick: Reno alone, about 1 h).
+STOPPING_CAMPAIGN ?= stopping
+STOPPING_RESULTS := results/emulated/$(STOPPING_CAMPAIGN)
+validate-stopping: bootstrap
+	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) --config campaign=$(STOPPING_CAMPAIGN) backend=emulated $(CONFIG_ARGS)
+	$(VENV)/tcpeval stopping-check --results $(STOPPING_RESULTS) --fig-dir $(STOPPING_RESULTS)/figures \
+	  --out-tex $(STOPPING_RESULTS)/stopping-check.tex --out-json $(STOPPING_RESULTS)/stopping-check.json --table --strict
 
 bench: bootstrap
 	@set -e; for b in bench/bench_*.py; do echo "== $$b"; $(VENV)/python $$b; done

@@ -1,5 +1,6 @@
 """Helpers of the report tests (imported by conftest.py and test modules)."""
 import shutil
+import subprocess
 from pathlib import Path
 
 from tcpeval import spec
@@ -67,3 +68,16 @@ def overlapping_texts(fig, text: str | None = None) -> list[tuple[str, str]]:
         pairs += [(texts[i].get_text(), texts[j].get_text())
                   for i in range(len(texts)) for j in range(i + 1, len(texts)) if boxes[i].overlaps(boxes[j])]
     return pairs
+
+
+def compile_paragraph(root: Path, snippet: str) -> None:
+    """Compile root/main.tex that inputs generated/<snippet> (twice: the second pass
+    resolves its figure reference); the log must have nothing undefined."""
+    (root / "main.tex").write_text("\\documentclass{article}\\usepackage{graphicx}\n"
+                                   f"\\begin{{document}}\n\\input{{generated/{snippet}}}\n"
+                                   "\\end{document}\n")
+    for _ in range(2):
+        subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+                       cwd=root, capture_output=True, check=True, timeout=120)
+    log = (root / "main.log").read_text(errors="replace")
+    assert "undefined" not in log.lower() and (root / "main.pdf").stat().st_size > 5000

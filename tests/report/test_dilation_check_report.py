@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import pytest
-from report_helpers import keep_drawn, overlapping_texts
+from report_helpers import compile_paragraph, keep_drawn, overlapping_texts
 
 from tcpeval import spec, trace
 from tcpeval.analysis import synthetic, tables
@@ -93,14 +92,7 @@ def test_the_paragraph_and_figure_compile_with_their_reference(dilation_results,
     _, ds = dilation_results
     gen = tmp_path / "generated"
     dilation_check.write(ds, CAMPAIGN, gen / "figures", gen / "dilation-check.tex")
-    (tmp_path / "main.tex").write_text("\\documentclass{article}\\usepackage{graphicx}\n"
-                                       "\\begin{document}\n\\input{generated/dilation-check.tex}\n"
-                                       "\\end{document}\n")
-    for _ in range(2):  # the second pass resolves the figure reference
-        subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
-                       cwd=tmp_path, capture_output=True, check=True, timeout=120)
-    log = (tmp_path / "main.log").read_text(errors="replace")
-    assert "undefined" not in log.lower() and (tmp_path / "main.pdf").stat().st_size > 5000
+    compile_paragraph(tmp_path, "dilation-check.tex")
 
 
 def test_the_paragraph_says_why_runs_were_left_out_per_factor():

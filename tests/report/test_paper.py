@@ -28,6 +28,8 @@ def _generate(results: Path, paper_dir: Path, cc_params: Path) -> None:
                  "--fig-dir", str(results / "figures"), "--out-tex", str(out / "validation.tex")]) == 0
     assert main(["dilation-check", "--results", str(results.parent / "dilation"),
                  "--fig-dir", str(results / "figures"), "--out-tex", str(out / "dilation-check.tex")]) == 0
+    assert main(["stopping-check", "--results", str(results.parent / "stopping"),
+                 "--fig-dir", str(results / "figures"), "--out-tex", str(out / "stopping-check.tex")]) == 0
     assert main(["macros", "--results", r, "--claims-json", str(out / "claims.json"),
                  "--out", str(out / "macros.tex")]) == 0
 
@@ -53,6 +55,7 @@ def test_pdf_from_synthetic_smoke_traces(tmp_path, cc_params_file):
         assert "emulated" in text and "smoke" in text and "synthetic" in text
         assert "??" not in text
         assert "The validation campaign has not been run" in text
+        assert "longer runs has not been run" in " ".join(text.split())
         assert "Campaigns without results for this backend: quick, paper" in text
 
 

@@ -273,6 +273,30 @@ def dilation_results_arg(wildcards):
     return dilation_results() or f"{config['results_dir']}/{BACKEND}/dilation"
 
 
+# Stopped early is not stopped wrong (`make validate-stopping`): the full campaign's tables
+# where they exist, else the quick one's, else none (the paragraph then says so).
+STOPPING_CAMPAIGNS = ("stopping", "stopping-quick")
+
+
+def stopping_results(wildcards=None):
+    """The results directory of the stopping campaign that exists (full, else quick)."""
+    for name in STOPPING_CAMPAIGNS:
+        results = f"{config['results_dir']}/{BACKEND}/{name}"
+        if CAMPAIGN == name or built(f"{results}/runs.parquet"):
+            return results
+    return None
+
+
+def stopping_tables(wildcards):
+    results = stopping_results()
+    return [f"{results}/runs.parquet"] if results else []
+
+
+def stopping_results_arg(wildcards):
+    """--results of the stopping check: the campaign's results, or where they would be."""
+    return stopping_results() or f"{config['results_dir']}/{BACKEND}/stopping"
+
+
 def paper_dir_of(wildcards, input):
     """The manuscript's directory (input.main is its main.tex)."""
     return os.path.dirname(input.main)

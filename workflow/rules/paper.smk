@@ -114,6 +114,27 @@ rule dilation_check:
         " {params.flagged} > {log:q} 2>&1"
 
 
+rule stopping_check:
+    """Precision-driven runs against runs five times longer: figure, paragraph, comparisons."""
+    input:
+        tables=stopping_tables,
+        design=config["design"],
+    output:
+        tex=f"{PAPER_OUT}/stopping-check.tex",
+        json=f"{PAPER_OUT}/stopping-check.json",
+    log:
+        f"logs/paper/{BACKEND}/{CAMPAIGN}/stopping-check.log",
+    params:
+        code=CODE,
+        results=stopping_results_arg,
+        fig_dir=FIG_DIR,
+        flagged=FLAGGED,
+    shell:
+        "tcpeval stopping-check --results {params.results:q} --design {input.design:q}"
+        " --fig-dir {params.fig_dir:q} --out-tex {output.tex:q} --out-json {output.json:q}"
+        " {params.flagged} > {log:q} 2>&1"
+
+
 rule macros:
     """Every number the manuscript prints."""
     input:

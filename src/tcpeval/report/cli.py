@@ -7,6 +7,7 @@
     tcpeval macros --results R --claims-json claims.json --out macros.tex
     tcpeval validation --results results/emulated/validation --fig-dir D --out-tex T
     tcpeval dilation-check --results results/emulated/dilation --fig-dir D --out-tex T [--table --strict]
+    tcpeval stopping-check --results results/emulated/stopping --fig-dir D --out-tex T [--table --strict]
     tcpeval paper build --results R [--paper-dir paper]
 
 The campaign and backend default to the last two parts of --results
@@ -185,27 +186,43 @@ def cmd_validation(args) -> int:
     return 0
 
 
-def cmd_dilation_check(args) -> int:
-    from tcpeval.report import dilation_check
-
+def _method_check(args, module, not_run: str, failed) -> int:
+    """A method check of the manuscript (dilation, stopping): its figure, paragraph and
+    comparisons; --table prints them, --strict exits 1 where failed(summary) says so and
+    fails when the campaign has no tables (not_run: what to run)."""
     results = Path(args.results)
     campaign = args.campaign or results.name
     ds = _dataset_if_run(args)
     if ds is None and args.strict:
-        raise UserError(f"{results / 'runs.parquet'}: no tables of the cross-validation; run "
-                        f"`make validate-dilation` (campaign dilation, dilation-quick or dilation-long)")
-    out = dilation_check.write(ds, campaign if ds is not None else None, Path(args.fig_dir),
-                               Path(args.out_tex), Path(args.out_json) if args.out_json else None)
+        raise UserError(f"{results / 'runs.parquet'}: {not_run}")
+    out = module.write(ds, campaign if ds is not None else None, Path(args.fig_dir),
+                       Path(args.out_tex), Path(args.out_json) if args.out_json else None)
     s = out["summary"]
     if args.table:
-        print(dilation_check.table(out["results"]))
+        print(module.table(out["results"]))
         print(f"\n{s['agree']} of {s['judged']} judged comparisons agree ({s['not_judged']} not judged); "
               f"{args.out_tex}")
     else:
         print(json.dumps(s, default=str))
-    if args.strict and (s["agree"] < s["judged"] or not s["judged"]):
-        return 1
-    return 0
+    return 1 if args.strict and (failed(s) or not s["judged"]) else 0
+
+
+def cmd_dilation_check(args) -> int:
+    from tcpeval.report import dilation_check
+
+    return _method_check(args, dilation_check,
+                         "no tables of the cross-validation; run `make validate-dilation` "
+                         "(campaign dilation, dilation-quick or dilation-long)",
+                         lambda s: s["agree"] < s["judged"])
+
+
+def cmd_stopping_check(args) -> int:
+    from tcpeval.report import stopping_check
+
+    return _method_check(args, stopping_check,
+                         "no tables of the stopping check; run `make validate-stopping` "
+                         "(campaign stopping or stopping-quick)",
+                         lambda s: s["agree"] < s["judged"] or s["not_judged"] > 0)
 
 
 def cmd_paper(args) -> int:
@@ -278,6 +295,18 @@ def add_parsers(sub) -> None:
                    help="exit 1 unless every judged comparison agrees (and at least one is judged)")
     common(p)
     p.set_defaults(func=cmd_dilation_check)
+
+    p = sub.add_parser("stopping-check", help="a precision-driven run's interval against an independent run "
+                                              "five times longer (campaign stopping or stopping-quick): "
+                                              "figure, paragraph, comparisons; 'not run' without results")
+    p.add_argument("--fig-dir", required=True, help="where stopping-check.{pdf,png,tex} go")
+    p.add_argument("--out-tex", required=True, help="the paragraph")
+    p.add_argument("--out-json", help="every comparison and the summary")
+    p.add_argument("--table", action="store_true", help="print the comparisons as a table")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 unless every condition is judged and every comparison agrees")
+    common(p)
+    p.set_defaults(func=cmd_stopping_check)
 
     p = sub.add_parser("table", help="LaTeX Table I (CC parameters) or Table II (test overview)")
     p.add_argument("which", choices=("table1", "table2"))

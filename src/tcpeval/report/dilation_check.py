@@ -5,7 +5,6 @@ and a paragraph whose numbers come from the campaign's tables
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import numpy as np
 from tcpeval.analysis import dilation_check as dc
 from tcpeval.analysis import tables as T
 from tcpeval.analysis import tidy
+from tcpeval.report import method_check
 from tcpeval.report.figures import _order, _palette, _save, _style, _write_tex
 from tcpeval.report.latex import escape, num
 
@@ -164,13 +164,8 @@ def write(ds: T.Dataset | None, campaign: str | None, fig_dir: Path, out_tex: Pa
                    "fig:dilation-check")
         lines.append("\\input{generated/figures/dilation-check.tex}")
     lines.append(_sentence(s, ds, campaign, rate))
-    out_tex = Path(out_tex)
-    out_tex.parent.mkdir(parents=True, exist_ok=True)
-    out_tex.write_text("\n".join(lines) + "\n")
-    if out_json:
-        Path(out_json).parent.mkdir(parents=True, exist_ok=True)
-        Path(out_json).write_text(json.dumps({"campaign": campaign, "rate_bps": rate, "summary": s,
-                                              "results": results}, indent=1, default=str))
+    method_check.write_outputs(lines, out_tex, out_json,
+                               {"campaign": campaign, "rate_bps": rate, "summary": s, "results": results})
     return {"summary": s, "results": results}
 
 
@@ -183,10 +178,9 @@ def table(results: list[dict]) -> str:
         if not r["judged"]:
             lines.append(head + f" not judged: {r['why']}")
             continue
-        bad = [c for c, ok in r["checks"].items() if not ok]
         lines.append(head + f"{r['mean_bps'][0] / GBPS:9.3f} {r['mean_bps'][1] / GBPS:9.3f} "
                      f"{100 * r['mean_rel_diff']:+5.1f}% {r['ks_p']:6.3f} "
                      f"{r['loss_events'][0]:6d}/{r['loss_events'][1]:<6d}  "
                      f"{r['ok_runs'][0]}/{r['runs'][0]} {r['ok_runs'][1]}/{r['runs'][1]}  "
-                     + ("yes" if r["agree"] else "NO: " + ", ".join(bad)))
+                     + method_check.verdict_cell(r))
     return "\n".join(lines)

@@ -1,6 +1,6 @@
 """Stage the generated files into the paper and build it with latexmk (pdflatex).
 
-RESULTS/paper/{macros,table1,table2,claims,claims-campaigns,validation,dilation-check}.tex and
+RESULTS/paper/{macros,table1,table2,claims,claims-campaigns,validation,dilation-check,stopping-check}.tex and
 RESULTS/figures/*.{pdf,tex} are copied into PAPER/generated/ (wiped first, so nothing stale survives); latexmk builds in
 PAPER/build/ (tcpeval.report.latexmk: a failed build leaves no state that would stop the
 next one) and the PDF is copied to PAPER/main.pdf. The log is then checked: an
@@ -17,7 +17,7 @@ from tcpeval.report import latexmk, texfiles
 
 BUILD_DIR = "build"
 GENERATED = ("macros.tex", "table1.tex", "table2.tex", "claims.tex", "claims-campaigns.tex",
-             "validation.tex", "dilation-check.tex")
+             "validation.tex", "dilation-check.tex", "stopping-check.tex")
 LOG_PROBLEMS = (
     re.compile(r"Package tcpeval Warning: .*"),
     re.compile(r"LaTeX Warning: (Reference|Citation) .* undefined.*"),
