@@ -254,23 +254,28 @@ def validation_tables(wildcards):
     return [table] if CAMPAIGN == "validation" or built(table) else []
 
 
-def dilation_results(wildcards=None):
-    """The results directory of the dilation campaign that exists (full, else quick)."""
-    for name in DILATION_CAMPAIGNS:
+def first_results(campaigns):
+    """The results directory of the first of these campaigns that is the current one or
+    has its tables, else None (the method check's paragraph then says it was not run).
+    """
+    for name in campaigns:
         results = f"{config['results_dir']}/{BACKEND}/{name}"
         if CAMPAIGN == name or built(f"{results}/runs.parquet"):
             return results
     return None
 
 
+def results_arg(campaigns):
+    """--results of a method check: the first such campaign's results, or where the
+    first campaign's would be."""
+    return (
+        first_results(campaigns) or f"{config['results_dir']}/{BACKEND}/{campaigns[0]}"
+    )
+
+
 def dilation_tables(wildcards):
-    results = dilation_results()
+    results = first_results(DILATION_CAMPAIGNS)
     return [f"{results}/runs.parquet", f"{results}/samples.parquet"] if results else []
-
-
-def dilation_results_arg(wildcards):
-    """--results of the dilation check: the campaign's results, or where they would be."""
-    return dilation_results() or f"{config['results_dir']}/{BACKEND}/dilation"
 
 
 # Stopped early is not stopped wrong (`make validate-stopping`): the full campaign's tables
@@ -278,23 +283,9 @@ def dilation_results_arg(wildcards):
 STOPPING_CAMPAIGNS = ("stopping", "stopping-quick")
 
 
-def stopping_results(wildcards=None):
-    """The results directory of the stopping campaign that exists (full, else quick)."""
-    for name in STOPPING_CAMPAIGNS:
-        results = f"{config['results_dir']}/{BACKEND}/{name}"
-        if CAMPAIGN == name or built(f"{results}/runs.parquet"):
-            return results
-    return None
-
-
 def stopping_tables(wildcards):
-    results = stopping_results()
+    results = first_results(STOPPING_CAMPAIGNS)
     return [f"{results}/runs.parquet"] if results else []
-
-
-def stopping_results_arg(wildcards):
-    """--results of the stopping check: the campaign's results, or where they would be."""
-    return stopping_results() or f"{config['results_dir']}/{BACKEND}/stopping"
 
 
 def paper_dir_of(wildcards, input):

@@ -105,7 +105,7 @@ rule dilation_check:
         f"logs/paper/{BACKEND}/{CAMPAIGN}/dilation-check.log",
     params:
         code=CODE,
-        results=dilation_results_arg,
+        results=lambda wildcards: results_arg(DILATION_CAMPAIGNS),
         fig_dir=FIG_DIR,
         flagged=FLAGGED,
     shell:
@@ -126,7 +126,7 @@ rule stopping_check:
         f"logs/paper/{BACKEND}/{CAMPAIGN}/stopping-check.log",
     params:
         code=CODE,
-        results=stopping_results_arg,
+        results=lambda wildcards: results_arg(STOPPING_CAMPAIGNS),
         fig_dir=FIG_DIR,
         flagged=FLAGGED,
     shell:

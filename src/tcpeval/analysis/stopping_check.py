@@ -32,11 +32,11 @@ QUARTILES = ("q25", "q50", "q75")
 
 
 def _num(value) -> float:
+    """A runs-table cell as a float (NaN where it holds none)."""
     try:
-        x = float(value)
+        return float(value)
     except (TypeError, ValueError):
         return math.nan
-    return x
 
 
 def _long_side(long: pd.DataFrame) -> dict:
@@ -82,8 +82,8 @@ def compare(rule_row: pd.Series | dict, long: dict) -> dict:
     }
 
 
-def _not_judged(why: str, rule_run: str | None = None) -> dict:
-    return {"judged": False, "why_not": why, "rule_run": rule_run, "agree": False, "checks": {}}
+def _not_judged(why: str) -> dict:
+    return {"judged": False, "why_not": why, "rule_run": None, "agree": False, "checks": {}}
 
 
 def conditions(runs: pd.DataFrame, expected: pd.DataFrame) -> list[dict]:
@@ -119,6 +119,7 @@ def summary(results: list[dict]) -> dict:
         "failed_checks": {c: sum(1 for r in judged if not r["checks"][c])
                           for c in ("stopped_by_itself", "long_enough", "covers_mean")},
         "max_rule_ran_s": max((r["rule_ran_s"] for r in judged), default=math.nan),
+        "max_rule_relative_hw": max((r["rule_relative_hw"] for r in judged), default=math.nan),
         "max_abs_mean_diff": max((abs(r["mean_rel_diff"]) for r in judged), default=math.nan),
         "quartiles_covered": sum(q["covers"] for r in judged for q in r["quartiles"].values()),
         "quartiles_judged": sum(len(r["quartiles"]) for r in judged),

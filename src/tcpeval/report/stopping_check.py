@@ -51,21 +51,20 @@ def draw(results: list[dict], prefix: Path) -> list[Path]:
     return _save(fig, prefix)
 
 
-def _sentence(s: dict, results: list[dict], ds: T.Dataset | None, campaign: str | None) -> str:
+def _sentence(s: dict, ds: T.Dataset | None, campaign: str | None) -> str:
     if ds is None or not s["comparisons"]:
         return ("The check of the stopping rule against longer runs has not been run for this backend "
                 "(\\texttt{make validate-stopping}); its figure and numbers are missing.")
-    judged = [r for r in results if r["judged"]]
+    judged, failed = s["judged"], s["failed_checks"]
     parts = [f"We checked the stopping rule against longer runs (campaign \\texttt{{{escape(campaign)}}}): "
              f"{s['comparisons']} precision-driven run(s), each against an independent run of the same "
              f"condition at least {num(sc.MIN_LENGTH_RATIO, 0)} times as long."]
     if judged:
-        worst = max(judged, key=lambda r: r["rule_relative_hw"])
         parts.append(
-            f"The rule stopped {len(judged) - s['failed_checks']['stopped_by_itself']} of {len(judged)} by "
+            f"The rule stopped {judged - failed['stopped_by_itself']} of {judged} by "
             f"itself, after at most {num(s['max_rule_ran_s'], 1)}\\,s (virtual), with intervals of the mean "
-            f"of at most $\\pm${num(100 * worst['rule_relative_hw'], 1)}\\,\\%; the interval covered the "
-            f"longer run's mean in {len(judged) - s['failed_checks']['covers_mean']} of {len(judged)} "
+            f"of at most $\\pm${num(100 * s['max_rule_relative_hw'], 1)}\\,\\%; the interval covered the "
+            f"longer run's mean in {judged - failed['covers_mean']} of {judged} "
             f"(largest difference {num(100 * s['max_abs_mean_diff'], 1)}\\,\\%), and the intervals of the "
             f"quartiles covered the longer runs' in {s['quartiles_covered']} of {s['quartiles_judged']} "
             f"(Fig.~\\ref{{fig:stopping-check}}).")
@@ -92,7 +91,7 @@ def write(ds: T.Dataset | None, campaign: str | None, fig_dir: Path, out_tex: Pa
                            f"{num(sc.MIN_LENGTH_RATIO, 0)} times as long (black bar); an outlined marker "
                            "misses. " + escape(ds.note()) + ".", "fig:stopping-check", width="0.6\\linewidth")
         lines.append("\\input{generated/figures/stopping-check.tex}")
-    lines.append(_sentence(s, results, ds, campaign))
+    lines.append(_sentence(s, ds, campaign))
     rates = [r["rate_bps"] for r in results if r["rate_bps"] == r["rate_bps"]]
     method_check.write_outputs(lines, out_tex, out_json,
                                {"campaign": campaign, "rate_bps": float(np.median(rates)) if rates else math.nan,
