@@ -112,11 +112,12 @@ def test_a_small_shortfall_is_tried_again_a_large_one_is_not(tmp_path):
 
 
 def test_nothing_faithful_down_to_the_floor_is_none(tmp_path):
-    executor, calls = _host(delivers_up_to=0.1e9, exact=True)
+    # the 0.1 Gbps grid down to its floor, then the finer grid below it down to its own
+    executor, calls = _host(delivers_up_to=1e6, exact=True)
     found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=0.2, flows=1, duration_s=4,
                                     start_bps=0.9e9)
     assert found["rate_bps"] is None
-    assert calls[-1] == calibrate.FAITHFUL_FLOOR_BPS
+    assert calibrate.FAITHFUL_FLOOR_BPS in calls and calls[-1] == calibrate.search_grid(0.1e9)[1] == 2e6
 
 
 def test_the_grid_spans_the_designs_rtts_and_where_its_dilated_runs_land():
@@ -344,3 +345,16 @@ def test_a_point_a_spell_of_host_stalls_hit_is_searched_again_after_the_grid(tmp
     assert order.index((1, 2.2, 1.5e9)) > max(i for i, o in enumerate(order) if o[:2] == (2, 17.6))
     other = next(p for p in data["points"] if (p["flows"], p["rtt_ms"]) == (2, 2.2))
     assert other["faithful"]["tevlink"]["rate_bps"] == 1.5e9 and "search_again" not in other["faithful"]["tevlink"]
+
+
+def test_a_host_that_carries_less_than_the_floor_is_searched_on_a_finer_grid(tmp_path):
+    # Debian's kernel under QEMU without KVM: 0.1-0.2 Gbit/s; the 0.1 Gbps grid ends at
+    # its 0.2 Gbps floor, then the search goes on below it in 1 Mbit/s steps
+    executor, calls = _host(delivers_up_to=0.053e9, exact=True)
+    found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=20, flows=1, duration_s=4, start_bps=0.4e9)
+    assert calls[:2] == [0.4e9, 0.3e9] and 0.2e9 in calls
+    # faithful: the link's counters show >= 98 % of the payload (0.964 of the rate)
+    assert 0.050e9 <= found["rate_bps"] <= 0.053e9 / (calibrate.DELIVERY * 0.964)
+    assert all(abs(r / 1e6 - round(r / 1e6)) < 1e-9 for r in calls)
+    assert calibrate.search_grid(0.199e9) == (1e6, 2e6) and calibrate.search_grid(0.2e9) == (1e8, 2e8)
+    assert calibrate.default_rate(0.1e9) == pytest.approx(0.09e9) and calibrate.default_rate(2.0e9) == 1.8e9

@@ -211,3 +211,18 @@ def test_the_command_line_refuses_an_unknown_native_algorithm_listing_the_hosts(
     assert proc.returncode == 2
     assert "no native algorithm 'bbrx'" in proc.stderr and f"native: {algorithms.native_here()[0]}" in proc.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_ports_as_kernel_modules_are_refused_where_the_kernel_loads_none(tmp_path, monkeypatch):
+    from tcpeval import cc
+    design = _design(tmp_path, BASE + "      - {variant: reno}\n")
+    runs = spec.expand(design, "short")
+    monkeypatch.setenv("TCPEVAL_PORT_AS", "kmod")
+    monkeypatch.setattr(cc, "kmod_missing", lambda: "loadable-module support (kernel 6.18 was built without it)")
+    found = algorithms.problems(runs, "emulated")
+    assert len(found) == 1 and "TCPEVAL_PORT_AS=kmod" in found[0] and "loadable-module support" in found[0]
+    monkeypatch.setenv("TCPEVAL_PORT_AS", "kmodule")
+    with pytest.raises(algorithms.BackendError, match="TCPEVAL_PORT_AS='kmodule': expected struct_ops or kmod"):
+        algorithms.problems(runs, "emulated")
+    monkeypatch.delenv("TCPEVAL_PORT_AS")
+    assert algorithms.problems(runs, "emulated") == []

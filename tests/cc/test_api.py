@@ -118,3 +118,15 @@ def test_kernel_modules_build(tmp_path):
         assert b"parm=cc_hz:" in data and b"license=GPL" in data  # .modinfo
         assert b"parm=cc_dilation:" in data                       # time dilation (cc316.h)
         assert f"{v}316".encode() in data  # the .name in the ops
+
+
+def test_a_port_as_a_kernel_module_names_what_the_host_lacks(monkeypatch):
+    from tcpeval.cc import _kmod
+    monkeypatch.setattr(_kmod, "PROC_MODULES", Path("/nonexistent/proc/modules"))
+    with pytest.raises(cc.HostError, match="cannot load reno316 as a kernel module: this host lacks "
+                                           "loadable-module support"):
+        with cc.loaded("reno", loaded_as="kmod"):
+            pass
+    with pytest.raises(cc.CCError, match="loaded as one of struct_ops, kmod, not 'ko'"):
+        with cc.loaded("reno", loaded_as="ko"):
+            pass

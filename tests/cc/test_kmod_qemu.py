@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+import qemu_guest
 import tcpeval.cc as cc
 
 GUEST_TIMEOUT = 240  # s; a boot plus the 1 s flows takes well under that on TCG
@@ -87,16 +88,6 @@ def _libs(binary: str) -> list[Path]:
     return [Path(m) for m in re.findall(r"(/\S+\.so[.\d]*)", out)]
 
 
-def _cpio_newc(root: Path) -> bytes:
-    """A newc archive of `root` (what the kernel unpacks as initramfs)."""
-    names = "\n".join(sorted(str(p.relative_to(root)) for p in root.rglob("*"))) + "\n"
-    proc = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root,
-                          input=names.encode(), capture_output=True)
-    if proc.returncode:
-        raise RuntimeError(f"cpio failed: {proc.stderr.decode(errors='replace')}")
-    return proc.stdout
-
-
 def _initramfs(tmp: Path, kos: list[Path]) -> Path:
     root = tmp / "root"
     for d in ("bin", "proc", "sys", "dev", "tmp", "ko"):
@@ -114,7 +105,7 @@ def _initramfs(tmp: Path, kos: list[Path]) -> Path:
     init.write_text(INIT)
     init.chmod(0o755)
     image = tmp / "initramfs.cpio.gz"
-    image.write_bytes(gzip.compress(_cpio_newc(root), compresslevel=6))
+    image.write_bytes(gzip.compress(qemu_guest.cpio_newc(root), compresslevel=6))
     return image
 
 

@@ -40,6 +40,14 @@ def native_here() -> list[str]:
     return names
 
 
+def _kmod_missing() -> str | None:
+    """What the host lacks to load the ports as modules, when $TCPEVAL_PORT_AS asks for it."""
+    if common.port_as() != "kmod":
+        return None
+    from tcpeval import cc
+    return cc.kmod_missing()
+
+
 def offered(backend: str) -> dict[str, list[str] | None]:
     """{impl: names, or None where any name may do until the run checks it}."""
     return {"port": ports(), "native": native_here() if backend == "emulated" else None, "bpf": None}
@@ -48,6 +56,7 @@ def offered(backend: str) -> dict[str, list[str] | None]:
 def problems(runs, backend: str) -> list[str]:
     """One line per distinct flow a backend cannot run, naming the run and what it offers."""
     offer = offered(backend)
+    kmod_missing = _kmod_missing() if backend == "emulated" else None
     out, seen = [], set()
     for run in runs:
         for i, flow in enumerate(run.flows):
@@ -67,6 +76,9 @@ def problems(runs, backend: str) -> list[str]:
                           if n is not None]
                 out.append(f"{where}: the {backend} backend has no {flow.impl} algorithm "
                            f"{flow.variant!r}; it offers {'; '.join(others)}; impl bpf: your own object")
+            if flow.impl == "port" and backend == "emulated" and kmod_missing:
+                out.append(f"{where}: the ports are to be loaded as kernel modules "
+                           f"(TCPEVAL_PORT_AS=kmod), and this host lacks {kmod_missing}")
             if flow.impl != "port" and isinstance(run.dilation, int) and run.dilation > 1:
                 out.append(f"{where}: impl {flow.impl} cannot be time-dilated (dilation {run.dilation}); "
                            "only the 3.16 ports read a dilated clock")

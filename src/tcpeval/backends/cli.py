@@ -10,6 +10,7 @@ commands that use them: every `tcpeval` invocation builds all parsers.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 from dataclasses import replace
@@ -158,6 +159,7 @@ def _backend(name: str, args):
 def cmd_run(args) -> int:
     from tcpeval.backends.emulated.host import PreflightError
 
+    _port_as(args)
     condition, run_dir = _condition(args)
 
     found = algorithms.problems([condition], condition.backend)
@@ -187,10 +189,17 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _port_as(args) -> None:
+    """--port-as, for this process and the runs it starts."""
+    if getattr(args, "port_as", None):
+        os.environ[common.PORT_AS_ENV] = args.port_as
+
+
 def cmd_calibrate(args) -> int:
     from tcpeval.backends.emulated import build, calibrate
     from tcpeval.backends.emulated.host import PreflightError
 
+    _port_as(args)
     if args.show:
         data = calibrate.load(build.ensure_built().hashes)
         if data is None:
@@ -199,16 +208,23 @@ def cmd_calibrate(args) -> int:
         return 0
     backend = _backend("emulated", args)
     try:
-        data = backend.calibrate(duration_s=args.duration, force=not args.if_missing)
+        design = spec.load_design(args.design) if args.design else None
+        data = backend.calibrate(duration_s=args.duration, force=not args.if_missing, design=design)
     except PreflightError as err:
         raise UserError(str(err)) from None
     except BackendError as err:
         print(f"tcpeval: calibration failed: {err}", file=sys.stderr)
         return 1
     print(envelope_table(data))
-    print(f"default bottleneck rate {data['default_rate_bps'] / 1e9:.1f} Gbps ({data['link']}); "
+    print(f"default bottleneck rate {_gbps(data['default_rate_bps'])} Gbps ({data['link']}); "
           f"cached in {data.get('cache_file') or calibrate.cache_path(data['key'])}")
     return 0
+
+
+def _gbps(rate_bps: float) -> str:
+    """0.1 Gbps steps as they were (1.5), a slow host's finer ones in full (0.003)."""
+    text = f"{rate_bps / 1e9:.1f}"
+    return text if abs(float(text) * 1e9 - rate_bps) < 1 else f"{rate_bps / 1e9:.3g}"
 
 
 def envelope_table(cal: dict) -> str:
@@ -219,10 +235,10 @@ def envelope_table(cal: dict) -> str:
 
     def cell(found: dict) -> str:
         rate = found.get("rate_bps")
-        text = "-" if rate is None else f"{rate / 1e9:.1f}"
+        text = "-" if rate is None else _gbps(rate)
         if "ports_rate_bps" in found:
             ports = found["ports_rate_bps"]
-            text += "/" + ("-" if ports is None else f"{ports / 1e9:.1f}")
+            text += "/" + ("-" if ports is None else _gbps(ports))
         return text
     lines = [f"{'flows':>5} {'RTT ms':>7} {'raw':>6} " + " ".join(f"{name:>9}" for name in links)
              + "   (Gbps; faithful per link mechanism / the 3.16 ports' ceiling)"]
@@ -355,6 +371,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--background-loss", type=float, default=0.0,
                    help="independent background loss per packet (the paper's ring: ~2.2e-8)")
     p.add_argument("--hz", type=int, default=250, help="jiffies rate emulated by the ports")
+    p.add_argument("--port-as", choices=["struct_ops", "kmod"], default=None,
+                   help="emulated: load the 3.16 ports as BPF struct_ops (the default) or as kernel "
+                        "modules (kernels that load modules; sets $TCPEVAL_PORT_AS)")
     p.add_argument("--dilation", default=None, metavar="auto|K",
                    help="time dilation (emulated): auto (default) runs a rate above what the host "
                         "carries faithfully k times slower, with the smallest k that fits; K forces "
@@ -374,10 +393,14 @@ def add_parsers(sub) -> None:
 
     p = sub.add_parser("calibrate", help="measure what this host carries on the emulated path (cached)")
     p.add_argument("--duration", type=float, default=4.0, help="seconds per calibration point")
+    p.add_argument("--design", help="measure at the RTTs of this design's responsiveness criterion "
+                                    "(default config/design.yaml)")
     p.add_argument("--show", action="store_true", help="print the cached calibration")
     p.add_argument("--if-missing", action="store_true",
                    help="measure only when no calibration of this host, kernel and build is cached")
     p.add_argument("--lock-timeout", type=float, default=common.LOCK_TIMEOUT_S)
+    p.add_argument("--port-as", choices=["struct_ops", "kmod"], default=None,
+                   help="how the runs that measure the ports' ceiling load them (sets $TCPEVAL_PORT_AS)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_calibrate)
 

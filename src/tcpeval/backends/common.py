@@ -3,6 +3,7 @@ log, and iperf3's JSON turned into the trace's columnar samples."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,19 @@ FINISH_GRACE_S = 20.0
 LOCK_TIMEOUT_S = 900.0
 CC_SYSCTL = "net.ipv4.tcp_congestion_control"  # a host's (namespace's) default algorithm
 AVAILABLE_CC_PATH = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+RTO_MIN_SYSCTL = "net.ipv4.tcp_rto_min_us"  # per namespace, Linux >= 6.11
+PORT_AS_ENV = "TCPEVAL_PORT_AS"
+
+
+def port_as() -> str:
+    """How the 3.16 ports are loaded: $TCPEVAL_PORT_AS, "struct_ops" (BPF, the default:
+    any kernel with BTF) or "kmod" (a kernel module: kernels that load modules)."""
+    value = os.environ.get(PORT_AS_ENV) or "struct_ops"
+    if value not in ("struct_ops", "kmod"):
+        raise BackendError(f"{PORT_AS_ENV}={value!r}: expected struct_ops or kmod")
+    return value
+
 
 # The paper's host settings (Sec. IV), applied on the endpoints (namespaces or hosts).
 PAPER_SYSCTLS = {

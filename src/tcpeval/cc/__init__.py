@@ -25,7 +25,8 @@ from ._common import (
                       struct_ops_map_ids,
 )
 from ._guard import GUARD_MAXIMA, guard_stats, parse_bss_dump
-from ._load import CCHandle, loaded, loaded_object
+from ._kmod import missing as kmod_missing
+from ._load import LOADED_AS, CCHandle, loaded, loaded_object
 from ._params import parameters
 from ._verify import (
                       set_socket_algorithm,
@@ -38,7 +39,7 @@ from ._verify import (
 __all__ = [
     "VARIANTS", "IMPLS", "CCError", "HostError", "UnknownVariantError", "CCHandle",
     "build", "build_host", "build_modules", "check_host", "host_status", "kernel_headers",
-    "loaded", "loaded_object", "guard_stats", "GUARD_MAXIMA", "parse_bss_dump", "parameters", "kernel_name", "source_sha256", "available_algorithms",
+    "loaded", "loaded_object", "LOADED_AS", "kmod_missing", "guard_stats", "GUARD_MAXIMA", "parse_bss_dump", "parameters", "kernel_name", "source_sha256", "available_algorithms",
     "struct_ops_map_ids",
     "socket_algorithm", "set_socket_algorithm", "verify_socket_algorithm",
     "ss_algorithms", "verify_flows",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from . import _kmod
 from ._build import bpf_object, build, check_host, loader_path
 from ._common import (
     CCError,
@@ -41,6 +42,7 @@ class CCHandle:
     shared: bool = False          # True: another tcpeval process registered it
     guard_map_id: int | None = None  # the object's .bss map (cc316_guard_stats), see guard_stats
     dilation: int = 1             # time-dilation factor of the port's clocks (cc316.h)
+    loaded_as: str | None = None  # a port's delivery: "struct_ops" (BPF) or "kmod"; None otherwise
 
 class _Registration:
     def __init__(self, handle: CCHandle, proc: subprocess.Popen | None, use_fd: int):
@@ -119,7 +121,7 @@ def _start_loader_locked(variant: str, hz: int, dilation: int, use_fd: int) -> _
     obj = bpf_object(variant, out)
     handle_kw = dict(variant=variant, impl="port", kernel_name=name,
                      object_sha256=sha256_file(obj), source_sha256=source_sha256(variant), hz=hz,
-                     dilation=dilation)
+                     dilation=dilation, loaded_as="struct_ops")
 
     if name in available_algorithms():
         # Someone else registered it. Share it only if it is a live tcpeval loader of
@@ -237,7 +239,8 @@ def _sigterm_as_exit():
 
 
 @contextmanager
-def loaded(variant: str, impl: str = "port", hz: int = 250, dilation: int = 1) -> Iterator[CCHandle]:
+def loaded(variant: str, impl: str = "port", hz: int = 250, dilation: int = 1,
+           loaded_as: str = "struct_ops") -> Iterator[CCHandle]:
     """Make `variant` available to sockets for the duration of the block.
 
     impl="port": register <variant>316 (BPF struct_ops) with emulated HZ `hz`, its clocks
@@ -245,6 +248,8 @@ def loaded(variant: str, impl: str = "port", hz: int = 250, dilation: int = 1) -
     nested/repeated use in one process shares one registration (reference count);
     the registration ends when the last block exits, on exceptions, SIGINT and
     SIGTERM, and (via the loader's link fd) even if this process is killed.
+    With loaded_as="kmod" the same port is inserted as a kernel module instead (_kmod;
+    removed when the last block exits, not when the process is killed).
     impl="native": the host's own algorithm under its plain name, if available.
     """
     check_variant(variant)
@@ -265,6 +270,12 @@ def loaded(variant: str, impl: str = "port", hz: int = 250, dilation: int = 1) -
         raise CCError(f"hz must be an integer in [1, 100000], got {hz!r}")
     if not isinstance(dilation, int) or isinstance(dilation, bool) or not 1 <= dilation <= 1000:
         raise CCError(f"dilation must be an integer in [1, 1000], got {dilation!r}")
+    if loaded_as not in LOADED_AS:
+        raise CCError(f"a port is loaded as one of {', '.join(LOADED_AS)}, not {loaded_as!r}")
+    if loaded_as == "kmod":
+        with _sigterm_as_exit(), _module(variant, hz, dilation) as handle:
+            yield handle
+        return
     check_host()
     name = kernel_name(variant)
     with _sigterm_as_exit():
@@ -286,6 +297,45 @@ def loaded(variant: str, impl: str = "port", hz: int = 250, dilation: int = 1) -
                 if reg.count == 0:
                     del _active[name]
                     _release(reg)
+
+
+LOADED_AS = ("struct_ops", "kmod")
+_modules: dict[str, list] = {}  # kernel name -> [handle, blocks using it, inserted here, use fd]
+
+
+@contextmanager
+def _module(variant: str, hz: int, dilation: int) -> Iterator[CCHandle]:
+    """The port as a kernel module for the block (reference-counted in this process)."""
+    name = kernel_name(variant)
+    with _lock:
+        entry = _modules.get(name)
+        if entry is not None and (entry[0].hz, entry[0].dilation) != (hz, dilation):
+            raise CCError(f"module {name} is already in use by this process with hz={entry[0].hz}, "
+                          f"dilation={entry[0].dilation}; cannot load it with hz={hz}, dilation={dilation}")
+        if entry is None:
+            fd = _use_lock(name)
+            try:
+                ko, inserted = _kmod.insert(variant, hz, dilation, fd)
+            except BaseException:
+                os.close(fd)
+                raise
+            handle = CCHandle(variant=variant, impl="port", kernel_name=name,
+                              object_sha256=_kmod.object_sha256(ko), source_sha256=source_sha256(variant),
+                              hz=hz, dilation=dilation, shared=not inserted, loaded_as="kmod")
+            entry = _modules[name] = [handle, 0, inserted, fd]
+        entry[1] += 1
+    try:
+        yield entry[0]
+    finally:
+        with _lock:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _modules[name]
+                try:
+                    if entry[2]:
+                        _kmod.remove(name, entry[3])
+                finally:
+                    os.close(entry[3])
 
 
 @contextmanager

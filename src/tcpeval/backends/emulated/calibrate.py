@@ -55,7 +55,7 @@ import time
 from pathlib import Path
 
 from tcpeval import dilation, provenance
-from tcpeval.backends import fidelity
+from tcpeval.backends import common, fidelity
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated.bottleneck import LINKS, forced_link
 from tcpeval.condition import PAYLOAD_SHARE
@@ -132,7 +132,9 @@ def host_key(build_hashes: dict) -> dict:
     return {"hostname": socket.gethostname(), "kernel": platform.release(),
             "kernel_version": platform.version(), "cpus": os.cpu_count(),
             "build": {k: v[:16] for k, v in sorted(build_hashes.items())},
-            "backend_py": backend_hash()[:16], "version": VERSION}
+            "backend_py": backend_hash()[:16], "version": VERSION,
+            # ports as modules have no ceiling of their own: a calibration of its own
+            **({"port_as": "kmod"} if common.port_as() == "kmod" else {})}
 
 
 def cache_path(key: dict) -> Path:
@@ -148,8 +150,24 @@ def load(build_hashes: dict) -> dict | None:
     return data if data.get("key") == key else None
 
 
+def search_grid(top_bps: float) -> tuple[float, float]:
+    """(step, floor) of a search from ``top_bps``: GRID_BPS and FAITHFUL_FLOOR_BPS, or
+    below that floor (a search that found nothing down to it continues there: Debian's
+    kernel under QEMU without KVM carried 0.1-0.2 Gbit/s) a power of ten giving at least
+    20 steps."""
+    if top_bps >= FAITHFUL_FLOOR_BPS:
+        return GRID_BPS, FAITHFUL_FLOOR_BPS
+    step = 10.0 ** math.floor(math.log10(max(top_bps, 2e4) / 20))
+    return step, 2 * step
+
+
+def on_grid(rate_bps: float, step: float) -> float:
+    return math.floor(rate_bps / step + 1e-9) * step
+
+
 def default_rate(capacity_bps: float) -> float:
-    return math.floor(capacity_bps * DEFAULT_FRACTION / GRID_BPS) * GRID_BPS
+    top = capacity_bps * DEFAULT_FRACTION
+    return on_grid(top, search_grid(top)[0])
 
 
 # A run that fell short of its payload by less than this share is tried again, like one
@@ -194,10 +212,10 @@ def run_duration_s(duration_s: float, rtt_ms: float) -> float:
 
 def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duration_s: float,
                   start_bps: float, link: str | None = None, judged_at: int = 1, log=None) -> dict:
-    """The highest rate on the GRID_BPS grid, from start_bps down, at which a native-CUBIC
+    """The highest rate on the search grid (search_grid), from start_bps down, at which a native-CUBIC
     run at p = 0 gets verdict ok (with the tolerances of a run dilated ``judged_at``-fold)
     and delivers its payload: start_bps itself first, then a bisection (geometric
-    midpoints) between FAITHFUL_FLOOR_BPS and the lowest flagged rate. ``executor(rtt_ms,
+    midpoints) between the grid's floor and the lowest flagged rate. ``executor(rtt_ms,
     duration_s, run_dir, flows, rate_bps, link, judged_at=...)`` runs one (the caller
     holds the host lock). Returns {"rate_bps": the rate or None when even the floor is
     flagged, "tried": [...]}."""
@@ -219,27 +237,35 @@ def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duratio
                           "steady_bps": rec["measured"]["steady_throughput_bps"],
                           "segments_per_ack": acks.get("receiver_segments_per_ack_steady"),
                           "cpu_stolen": rec["measured"].get("cpu_stolen")})
-            log(f"calibration: {link or 'link'} {flows} flow(s) at {rtt_ms} ms, {rate / 1e9:.1f} Gbps: "
+            log(f"calibration: {link or 'link'} {flows} flow(s) at {rtt_ms} ms, {rate / 1e9:.3g} Gbps: "
                 f"{'flagged' if reasons else 'ok'}{' (' + '; '.join(reasons) + ')' if reasons else ''}")
             if not reasons or not fidelity.transient_only(findings):
                 break
         return not reasons
 
-    top = max(FAITHFUL_FLOOR_BPS, math.floor(start_bps / GRID_BPS) * GRID_BPS)
+    step, floor = search_grid(start_bps)
+    top = max(floor, math.floor(start_bps / step) * step)
     if ok(top):
         return {"rate_bps": top, "tried": tried}
     good, bad = None, top
     while True:
-        lower = good or FAITHFUL_FLOOR_BPS
-        mid = max(math.floor(math.sqrt(lower * bad) / GRID_BPS + 1e-9), round(lower / GRID_BPS) + 1) * GRID_BPS
-        if mid >= bad - GRID_BPS / 2:
+        lower = good or floor
+        mid = max(math.floor(math.sqrt(lower * bad) / step + 1e-9), round(lower / step) + 1) * step
+        if mid >= bad - step / 2:
             break
         if ok(mid):
             good = mid
         else:
             bad = mid
-    if good is None and FAITHFUL_FLOOR_BPS < bad and ok(FAITHFUL_FLOOR_BPS):
-        good = FAITHFUL_FLOOR_BPS
+    if good is None and floor < bad and ok(floor):
+        good = floor
+    if good is None and step == GRID_BPS:
+        # even the floor was refused: a slow host (or guest) is searched below it on the
+        # finer grid such a host gets (search_grid), once
+        below = faithful_rate(executor, run_dir, rtt_ms=rtt_ms, flows=flows, duration_s=duration_s,
+                              start_bps=0.995 * floor, link=link, judged_at=judged_at,
+                              log=log)
+        return {"rate_bps": below["rate_bps"], "tried": tried + below["tried"]}
     return {"rate_bps": good, "tried": tried}
 
 
@@ -261,14 +287,15 @@ def spell_hit(point: dict, link: str, points: list[dict]) -> bool:
 
 def ports_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duration_s: float,
                start_bps: float, link: str | None = None, log=None) -> dict:
-    """The highest rate from start_bps down, in steps of PORTS_STEP on the GRID_BPS grid,
+    """The highest rate from start_bps down, in steps of PORTS_STEP on the search grid,
     at which ``flows`` PORTS_VARIANT ports filling the link at p = 0 pass the guard's
     check (fidelity.guard_check) and have their hooks run for all but PORTS_SKIP_SHARE of
     their acknowledged data (fidelity.skipped_share). ``executor(..., ports=True)`` runs
     one. Returns {"rate_bps": the rate or None when even the floor skips more, "tried":
     [...]}."""
     log = log or (lambda m: None)
-    tried, rate = [], max(FAITHFUL_FLOOR_BPS, math.floor(start_bps / GRID_BPS + 1e-9) * GRID_BPS)
+    step, floor = search_grid(start_bps)
+    tried, rate = [], max(floor, on_grid(start_bps, step))
     while True:
         try:
             rec = executor(rtt_ms, duration_s, Path(run_dir) / f"p{flows}-rtt{rtt_ms}-{link}-{rate:.0f}",
@@ -285,15 +312,15 @@ def ports_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duration_s
                       "run_reasons": rec["fidelity"]["reasons"],
                       "steady_bps": rec["measured"]["steady_throughput_bps"]})
         log(f"calibration: {link or 'link'} {flows} {PORTS_VARIANT}316 port(s) at {rtt_ms} ms, "
-            f"{rate / 1e9:.1f} Gbps: " + ("the run failed" if failed else
+            f"{rate / 1e9:.3g} Gbps: " + ("the run failed" if failed else
                                           f"hooks skipped for {100 * skipped:.2f} % of the data"
                                           + (f", {finding}" if finding else "") + (" (ok)" if ok else "")))
         if ok:
             return {"rate_bps": rate, "tried": tried}
-        lower = math.floor(rate * PORTS_STEP / GRID_BPS + 1e-9) * GRID_BPS
-        if rate <= FAITHFUL_FLOOR_BPS:
+        lower = on_grid(rate * PORTS_STEP, step)
+        if rate <= floor:
             return {"rate_bps": None, "tried": tried}
-        rate = max(FAITHFUL_FLOOR_BPS, lower)
+        rate = max(floor, lower)
 
 
 def failed_record(err: Exception) -> dict:
@@ -355,7 +382,7 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
 
     def counted(rtt_ms, dur, run_dir, flows, rate_bps=None, link=None, judged_at=1, ports=False):
         what = (f"{link or 'unshaped'} {flows} {'port' if ports else 'flow'}(s) {rtt_ms} ms"
-                + (f" {rate_bps / 1e9:.1f} Gbps" if rate_bps else ""))
+                + (f" {rate_bps / 1e9:.3g} Gbps" if rate_bps else ""))
         try:
             rec = executor(rtt_ms, dur, run_dir, flows, rate_bps, link, judged_at=judged_at, ports=ports)
         except BackendError:
@@ -377,7 +404,7 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
         log(f"calibration: {link} faithful at {flows} flow(s), {rtt} ms"
             + (f" (judged as x{point['judged_at']})" if point["judged_at"] > 1 else "")
             + (" (searched again)" if again else "") + ": "
-            + (f"{found['rate_bps'] / 1e9:.1f} Gbps" if found["rate_bps"] else "none"))
+            + (f"{found['rate_bps'] / 1e9:.3g} Gbps" if found["rate_bps"] else "none"))
         if again:
             first = point["faithful"][link]
             first["search_again"] = found["tried"]
@@ -386,7 +413,11 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
             first["rate_bps"] = found["rate_bps"]
         else:
             point["faithful"][link] = {"rate_bps": found["rate_bps"], "search": found["tried"]}
-        if found["rate_bps"]:
+        if found["rate_bps"] and common.port_as() == "kmod":
+            # the kernel calls a module's hooks itself: no ceiling below the link's
+            point["faithful"][link].update(ports_rate_bps=found["rate_bps"], ports_search=[],
+                                           ports_loaded_as="kmod")
+        elif found["rate_bps"]:
             hooks = ports_rate(counted, Path(tmp) / "ports", rtt_ms=rtt, flows=flows, duration_s=dur,
                                start_bps=found["rate_bps"], link=link, log=log)
             point["faithful"][link].update(ports_rate_bps=hooks["rate_bps"], ports_search=hooks["tried"])
@@ -418,7 +449,7 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
             progress.point_done(index + 1, [run_duration_s(duration_s, r) for _, r in todo[index + 1:]])
         for point, link in [(p, link) for p in points for link in links if spell_hit(p, link, points)]:
             log(f"calibration: {link} at {point['flows']} flow(s), {point['rtt_ms']} ms refused only for "
-                f"host trouble down to {(point['faithful'][link]['rate_bps'] or 0) / 1e9:.1f} Gbps: searching again")
+                f"host trouble down to {(point['faithful'][link]['rate_bps'] or 0) / 1e9:.3g} Gbps: searching again")
             search_point(point, link, again=True)
     data = {"key": key, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "host_capacity_bps": min(p["throughput_bps"] for p in points),
@@ -427,7 +458,7 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
             "method": " ".join(__doc__.split("\n\n")[1].split())}
     data.update(summary(data, design))
     if not data["faithful_rate_bps"]:
-        log(f"calibration: no rate down to {FAITHFUL_FLOOR_BPS / 1e9:g} Gbps came out faithful at "
+        log(f"calibration: no rate down to {search_grid(0.995 * FAITHFUL_FLOOR_BPS)[1] / 1e9:g} Gbps came out faithful at "
             f"every point; runs use the floor and are judged as they come")
     path = cache_path(key)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -529,8 +560,12 @@ def summary(cal: dict, design: dict | None = None) -> dict:
                   if lo <= p["rtt_ms"] <= hi]
         per_link[link] = min(rates)
     link = max(per_link, key=lambda name: per_link[name])
-    faithful = math.floor(per_link[link] / GRID_BPS + 1e-9) * GRID_BPS
-    default = math.floor(DEFAULT_SHARE * per_link[link] / GRID_BPS + 1e-9) * GRID_BPS
+    # a host that carries less than FAITHFUL_FLOOR_BPS faithfully gets its finer grid; one
+    # that found nothing anywhere keeps the floor (runs there are judged as they come)
+    step, floor = search_grid(per_link[link] or FAITHFUL_FLOOR_BPS)
+    faithful = on_grid(per_link[link], step)
+    default = on_grid(DEFAULT_SHARE * per_link[link], step)
     return {"faithful_by_link_bps": per_link, "link": link,
-            "faithful_rate_bps": faithful or FAITHFUL_FLOOR_BPS,
-            "default_rate_bps": max(default, FAITHFUL_FLOOR_BPS)}
+            "faithful_rate_bps": faithful or floor,
+            "default_rate_bps": max(default, floor)}
+

@@ -65,11 +65,14 @@ def loaded(variant: str, impl: str = "port", hz: int = 250, dilation: int = 1, o
         raise BackendError(f"flow variant {variant!r}: time dilation x{dilation} needs the 3.16 "
                            f"port (tcpeval.cc); a native algorithm cannot be dilated")
     if mod is not None:
-        cm = mod.loaded(variant, impl=impl, hz=hz, dilation=dilation)
+        how = common.port_as()
+        cm = mod.loaded(variant, impl=impl, hz=hz, dilation=dilation,
+                        **({"loaded_as": how} if how != "struct_ops" else {}))
         try:
             handle = cm.__enter__()
         except Exception as err:  # tcpeval.cc.CCError and friends: name the flow
-            raise BackendError(f"flow variant {variant!r} (impl {impl}, hz {hz}, dilation {dilation}): "
+            raise BackendError(f"flow variant {variant!r} (impl {impl}, hz {hz}, dilation {dilation}"
+                               + (f", as {how}" if how != "struct_ops" else "") + "): "
                                f"congestion control could not be loaded: {err}") from None
         try:
             yield handle

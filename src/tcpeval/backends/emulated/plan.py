@@ -12,7 +12,7 @@ from tcpeval.backends.emulated import calibrate, host
 
 MAX_FLOWS = host.MAX_PAIRS  # sender/receiver pairs of the dumbbell (parallel-flow designs: 10)
 MIN_BUFFER_BYTES = 64 * 1024
-RTO_MIN_SYSCTL = "net.ipv4.tcp_rto_min_us"  # per namespace, Linux >= 6.11
+RTO_MIN_SYSCTL = common.RTO_MIN_SYSCTL
 RTO_MIN_US = 200_000                        # TCP_RTO_MIN
 
 

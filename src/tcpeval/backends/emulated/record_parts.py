@@ -180,6 +180,7 @@ def flows(run: Run) -> list[dict]:
                 "source_sha256": getattr(handle, "source_sha256", None),
                 "hz": getattr(handle, "hz", None),
                 "dilation": getattr(handle, "dilation", None) if handle else None,
+                "loaded_as": getattr(handle, "loaded_as", None),
                 "receiver": res["receiver_cc"],
                 "ss": fp.ss_algorithms},
             parsed=res,
@@ -197,8 +198,10 @@ def environment(run: Run) -> dict:
         cc_provider="tcpeval.cc" if ccadapter.cc_module() else "native fallback")
 
 
-def dilation_record(condition, plan, endpoint_sysctls: dict) -> dict:
-    """mechanisms.dilation: the factor, what was scaled and what could not be."""
+def dilation_record(condition, plan, endpoint_sysctls: dict, route_rto_min_ms: dict | None = None) -> dict:
+    """mechanisms.dilation: the factor, what was scaled and what could not be (the
+    minimum RTO: by sysctl, or where the kernel has none on each endpoint's default route,
+    ``route_rto_min_ms``)."""
     k = plan.dilation
     rto = {role: v.get(RTO_MIN_SYSCTL) for role, v in endpoint_sysctls.items()}
     scaled = {"physical_rate_bps": plan.rate_bps, "physical_rtt_ms": plan.rtt_ms,
@@ -207,8 +210,12 @@ def dilation_record(condition, plan, endpoint_sysctls: dict) -> dict:
     # autosizing, RTT-based timers): docs/trace-format.md, mechanisms.dilation.
     not_scaled = {}
     if k > 1:
+        routes = route_rto_min_ms or {}
         if rto and all(str(v) == str(RTO_MIN_US * k) for v in rto.values()):
             scaled["rto_min"] = f"{RTO_MIN_SYSCTL} = {RTO_MIN_US * k} on every endpoint"
+        elif rto and all(routes.get(role) == RTO_MIN_US * k / 1000 for role in rto):
+            scaled["rto_min"] = (f"rto_min {RTO_MIN_US * k / 1000:g} ms on every endpoint's default route "
+                                 f"(this kernel has no {RTO_MIN_SYSCTL})")
         else:
             not_scaled["rto_min"] = (f"{RTO_MIN_SYSCTL} not available on this kernel "
                                      f"(endpoints: {rto}); the minimum RTO stayed 200 ms physical")
@@ -230,7 +237,7 @@ def mechanisms(condition, run: Run) -> dict:
         "segment_mark": {},
         "push_flag": {"segments": run.traffic.drop_counters.get("push_cleared")},
         "placement": run.dumbbell.place,
-        "dilation": dilation_record(condition, plan, run.settings.endpoint_sysctls),
+        "dilation": dilation_record(condition, plan, run.settings.endpoint_sysctls, topo.route_rto_min_ms),
         "keep_awake": run.dumbbell.keep_awake.describe(),
         "receive_window": {k: v for k, v in run.dumbbell.rwin.items() if k != "sysctls"},
         "traffic": {"tool": "iperf3", "sender_default_cc": defaults,

@@ -141,7 +141,7 @@ class EmulatedBackend:
         finally:
             log.close()
 
-    def calibrate(self, *, duration_s: float = 4.0, force: bool = True) -> dict:
+    def calibrate(self, *, duration_s: float = 4.0, force: bool = True, design: dict | None = None) -> dict:
         host.preflight()
         log = _StderrLog(self.progress)
         art = ensure_built(log)
@@ -151,7 +151,7 @@ class EmulatedBackend:
                 return cached
         with _signals_unwind(), host.HostLock(self.lock_timeout_s, log=log):
             host.cleanup_stale(holding_lock=True, log=log)
-            return self._calibrate_locked(art, log, duration_s)
+            return self._calibrate_locked(art, log, duration_s, design)
 
     def unshaped(self, run_dir, *, rtt_ms: float, duration_s: float, flows: int = 1) -> dict:
         """One run without a rate limit (native CUBIC, p = 0, dropper and delay in place):
@@ -201,8 +201,12 @@ class EmulatedBackend:
 
         return executor
 
-    def _calibrate_locked(self, art: Artifacts, log, duration_s: float = 4.0) -> dict:
-        return calib.calibrate(self._executor(art), art.hashes, duration_s=duration_s, log=log)
+    def _calibrate_locked(self, art: Artifacts, log, duration_s: float = 4.0, design: dict | None = None) -> dict:
+        """The envelope over ``design``'s RTTs (default: config/design.yaml), for every link
+        mechanism, or for $TCPEVAL_LINK alone when that forces one."""
+        forced = bottleneck.forced_link()
+        return calib.calibrate(self._executor(art), art.hashes, duration_s=duration_s, log=log,
+                               design=design, links=(forced,) if forced else calib.LINKS)
 
     def _plan(self, condition, art: Artifacts, log) -> Plan:
         cal = calib.load(art.hashes)

@@ -77,6 +77,9 @@ class Topology:
     pairs: int  # sender/receiver pairs (1 to host.MAX_PAIRS)
     created: list[str] = field(default_factory=list)
     macs: dict = field(default_factory=dict)  # (ns, dev) -> mac
+    # endpoint role -> the minimum RTO (ms) set on its default route, where the kernel
+    # lacked the sysctl (set_stack)
+    route_rto_min_ms: dict = field(default_factory=dict)
 
     # names ------------------------------------------------------------------
     def ns(self, role: str) -> str:
@@ -401,12 +404,24 @@ def sysctl(ns: str, values: dict, *, strict: bool) -> dict:
 def set_stack(topo: Topology, stack: dict) -> None:
     """The endpoints' sysctls (every namespace but the switch's): each one must take,
     but the knobs of kernels newer than 3.16 (common.NEWER_KERNEL_KNOBS), without which
-    a kernel behaves as 3.16 did."""
+    a kernel behaves as 3.16 did. A minimum RTO the kernel has no sysctl for (before
+    6.11) goes on the endpoint's default route instead (``rto_min``, which the stack
+    reads per connection since long before 3.16)."""
     newer = {k: v for k, v in stack.items() if k in common.NEWER_KERNEL_KNOBS}
-    for ns in topo.namespaces():
-        if ns != topo.sw:
-            sysctl(ns, {k: v for k, v in stack.items() if k not in newer}, strict=True)
-            sysctl(ns, newer, strict=False)
+    for role in _endpoint_roles(topo):
+        ns = topo.ns(role)
+        sysctl(ns, {k: v for k, v in stack.items() if k not in newer}, strict=True)
+        taken = sysctl(ns, newer, strict=False)
+        if common.RTO_MIN_SYSCTL in newer and common.RTO_MIN_SYSCTL not in taken:
+            ms = int(newer[common.RTO_MIN_SYSCTL]) / 1000
+            route = host.run(["ip", "-n", ns, "route", "show", "default"], check=False).stdout.strip()
+            if route:
+                host.run(["ip", "-n", ns, "route", "change", *route.split(), "rto_min", f"{ms:g}ms"])
+                topo.route_rto_min_ms[role] = ms
+
+
+def _endpoint_roles(topo: Topology) -> list[str]:
+    return [f"{side}{i}" for i in range(1, topo.pairs + 1) for side in ("s", "r")]
 
 
 def read_sysctls(ns: str, names: list[str]) -> dict:
