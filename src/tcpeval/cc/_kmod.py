@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ._build import _out, build_modules
-from ._common import CCError, HostError, available_algorithms, kernel_name, sha256_file
+from ._common import CCError, HostError, available_algorithms, kernel_name
 
 PROC_MODULES = Path("/proc/modules")
 SYS_MODULE = Path("/sys/module")
@@ -107,7 +107,3 @@ def remove(name: str, use_fd: int) -> None:
         if time.monotonic() > deadline:
             raise CCError(f"rmmod {name} failed for {UNLOAD_WAIT_S:.0f} s: {proc.stderr.strip()}")
         time.sleep(0.2)
-
-
-def object_sha256(ko: Path) -> str:
-    return sha256_file(ko)

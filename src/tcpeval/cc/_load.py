@@ -320,7 +320,7 @@ def _module(variant: str, hz: int, dilation: int) -> Iterator[CCHandle]:
                 os.close(fd)
                 raise
             handle = CCHandle(variant=variant, impl="port", kernel_name=name,
-                              object_sha256=_kmod.object_sha256(ko), source_sha256=source_sha256(variant),
+                              object_sha256=sha256_file(ko), source_sha256=source_sha256(variant),
                               hz=hz, dilation=dilation, shared=not inserted, loaded_as="kmod")
             entry = _modules[name] = [handle, 0, inserted, fd]
         entry[1] += 1

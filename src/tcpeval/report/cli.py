@@ -251,6 +251,15 @@ def cmd_report(args) -> int:
     return 0
 
 
+def _method_check_arguments(p, stem: str, strict_when: str) -> None:
+    """What the method checks (dilation-check, stopping-check) take alike."""
+    p.add_argument("--fig-dir", required=True, help=f"where {stem}.{{pdf,png,tex}} go")
+    p.add_argument("--out-tex", required=True, help="the manuscript's paragraph")
+    p.add_argument("--out-json", help="every comparison and the summary")
+    p.add_argument("--table", action="store_true", help="print the comparisons as a table")
+    p.add_argument("--strict", action="store_true", help=f"exit 1 unless {strict_when}")
+
+
 def add_parsers(sub) -> None:
     p = sub.add_parser("report", help="HTML + PDF report of any design's campaign (tables per criterion, "
                                       "bar plots per factor, a timeline per condition)")
@@ -287,24 +296,14 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("dilation-check", help="the cross-validation of time dilation (campaign dilation, "
                                               "dilation-quick or dilation-long): figure, paragraph, comparisons; 'not run' "
                                               "without results")
-    p.add_argument("--fig-dir", required=True, help="where dilation-check.{pdf,png,tex} go")
-    p.add_argument("--out-tex", required=True, help="the manuscript's paragraph")
-    p.add_argument("--out-json", help="every comparison and the summary")
-    p.add_argument("--table", action="store_true", help="print the comparisons as a table")
-    p.add_argument("--strict", action="store_true",
-                   help="exit 1 unless every judged comparison agrees (and at least one is judged)")
+    _method_check_arguments(p, "dilation-check", "every judged comparison agrees (and at least one is judged)")
     common(p)
     p.set_defaults(func=cmd_dilation_check)
 
     p = sub.add_parser("stopping-check", help="a precision-driven run's interval against an independent run "
                                               "five times longer (campaign stopping or stopping-quick): "
                                               "figure, paragraph, comparisons; 'not run' without results")
-    p.add_argument("--fig-dir", required=True, help="where stopping-check.{pdf,png,tex} go")
-    p.add_argument("--out-tex", required=True, help="the paragraph")
-    p.add_argument("--out-json", help="every comparison and the summary")
-    p.add_argument("--table", action="store_true", help="print the comparisons as a table")
-    p.add_argument("--strict", action="store_true",
-                   help="exit 1 unless every condition is judged and every comparison agrees")
+    _method_check_arguments(p, "stopping-check", "every condition is judged and every comparison agrees")
     common(p)
     p.set_defaults(func=cmd_stopping_check)
 
