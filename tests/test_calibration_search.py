@@ -53,6 +53,29 @@ def test_a_rate_the_host_does_not_deliver_is_not_faithful_even_with_verdict_ok(t
                                   "link, limited the flow"]
 
 
+def test_a_rate_late_only_in_host_stalls_is_faithful_and_later_lateness_is_not(tmp_path):
+    # a spell of hypervisor stalls holds frames back at every rate; the engine tells those
+    # frames apart (host_stall), so the rate is judged on what it does itself
+    calls = []
+
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1):
+        calls.append(rate_bps)
+        stalled = fidelity.Finding("link", "1500/500000 data frames held back 2 ms or more; 1400 of them "
+                                           "waited out the 2 host stall(s)", host_stall=True)
+        overloaded = fidelity.Finding("link", "9000/500000 data frames held back 2 ms or more")
+        findings = [stalled] + ([overloaded] if rate_bps > 1.8e9 else [])
+        return {"fidelity": _verdict(findings),
+                "measured": {"steady_throughput_bps": rate_bps, "acks": {}, "cpu_stolen": 0.01}}
+    found = calibrate.faithful_rate(executor, tmp_path, rtt_ms=24.2, flows=2, duration_s=4,
+                                    start_bps=2.4e9, link="tevlink")
+    assert found["rate_bps"] == 1.8e9
+    # one try each: a stall-only run is not tried again, an overloaded one is not transient-only
+    # (host_stall findings are transient, the load's lateness here too: tried FAITHFUL_TRIES times)
+    verdicts = {t["rate_bps"]: t["verdict"] for t in found["tried"]}
+    assert verdicts[1.8e9] == "host stalls only" and verdicts[2.4e9] == "flagged"
+    assert calls.count(1.8e9) == 1 and calls.count(2.4e9) == calibrate.FAITHFUL_TRIES
+
+
 def test_the_links_own_byte_counts_decide_where_the_run_has_them(tmp_path):
     # the receivers' samples count a hole filled late when it is filled: at 193.6 ms they
     # read 1.094 Gbps on a 1 Gbps link; the link's counters read what it sent
@@ -168,6 +191,7 @@ def test_every_point_is_searched_on_its_own_from_the_top_for_each_link(tmp_path,
     assert data["link"] == "tevlink" and data["faithful_rate_bps"] == 0.5e9
     assert data["default_rate_bps"] == 0.4e9
     assert calibrate.load({"tevdelay": "0" * 64})["points"] == data["points"]
+    assert calibrate.load({"tevdelay": "0" * 64}, ("tevlink", "tbf"))["points"] == data["points"]
 
 
 def _port_run(rate_bps, skipped=0.0, missed=0, reductions=500):
@@ -345,6 +369,10 @@ def test_a_point_a_spell_of_host_stalls_hit_is_searched_again_after_the_grid(tmp
     assert order.index((1, 2.2, 1.5e9)) > max(i for i, o in enumerate(order) if o[:2] == (2, 17.6))
     other = next(p for p in data["points"] if (p["flows"], p["rtt_ms"]) == (2, 2.2))
     assert other["faithful"]["tevlink"]["rate_bps"] == 1.5e9 and "search_again" not in other["faithful"]["tevlink"]
+    # made for the engine alone ($TCPEVAL_LINK=tevlink): a run that may take TBF finds no
+    # calibration rather than a TBF that carries nothing
+    assert calibrate.load({"tevdelay": "0" * 64}, ("tevlink",))["points"] == data["points"]
+    assert calibrate.load({"tevdelay": "0" * 64}, ("tevlink", "tbf")) is None
 
 
 def test_a_host_that_carries_less_than_the_floor_is_searched_on_a_finer_grid(tmp_path):

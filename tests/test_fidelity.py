@@ -346,6 +346,32 @@ def test_the_link_engines_losses_and_late_departures_are_flagged():
     assert fidelity.transient_only([r.record() for r in reasons])
 
 
+def test_lateness_that_lies_wholly_in_host_stalls_is_marked_so_and_other_lateness_is_not():
+    # 1.6 Gbps at 24.2 ms: two ~3.2-ms stalls of the engine's vCPU held 0.3 % of the frames
+    # back 2 ms or more; without the part of their wait the stalls covered, 0.02 %
+    stalls = {"count": 2, "stolen_ns": 6_500_000, "max_ns": 3_300_000, "gaps_examined": 40}
+    link = {"sent": 500_000, "ring_drops": 0, "send_errors": 0, "late_us_p999": 2500, "max_late_ns": 3.4e6,
+            "late_ge_ms": {"0.5": 2_000, "1": 1_800, "2": 1_500, "5": 0},
+            "late_ge_ms_beyond_stalls": {"0.5": 300, "1": 150, "2": 100, "5": 0}}
+    (held,) = fidelity._link_reasons(link, 1, stalls)  # 0.4 % later than 0.5 ms: within 1 %
+    assert held == ("link: 1500/500000 data frames held back 2 ms or more (max 3.4 ms); 1400 of them waited "
+                    "out the 2 host stall(s) the engine saw (the hypervisor took its vCPU, up to 3.3 ms; "
+                    "6.5 ms in all), 100 beyond them")
+    assert held.record()["host_stall"] is True and fidelity.host_stalls_only([held.record()])
+    # the same lateness beyond the stalls is the load's: flagged, not excused
+    loaded = {**link, "late_ge_ms_beyond_stalls": {"0.5": 300, "1": 1_500, "2": 1_200, "5": 0}}
+    (held,) = [r for r in fidelity._link_reasons(loaded, 1, stalls) if "held back" in r]
+    assert not held.host_stall and "host stall" not in held and "host_stall" not in held.record()
+    assert not fidelity.host_stalls_only([held.record()])
+    # an engine that did not watch (a kernel that accounts IRQ time apart): nothing excused
+    assert not any(r.host_stall for r in fidelity._link_reasons(link, 1, None))
+    # the delay line's ACKs, with the same rule, and through the verdict
+    line = {"forwarded": 200_000, "late_ge_ms": {"0.5": 100, "1": 90, "2": 800, "5": 0}, "max_late_ns": 3.3e6,
+            "late_ge_ms_beyond_stalls": {"0.5": 10, "1": 5, "2": 0, "5": 0}, "host_stalls": stalls}
+    (ack,) = fidelity._delay_line_reasons(line, 1)
+    assert ack.startswith("delay line: 800/200000 frames held back 2 ms or more") and ack.host_stall
+
+
 def test_a_reader_that_fell_behind_may_take_its_whole_receive_buffer_at_once():
     # 24.2 ms at 0.9 Gbps: a reader on a busy CPU got 2.26 Gbps in one 0.1-s interval
     # (28 MB), more than one BDP plus the buffer (5.4 MB) and its window (10.9 MB), all

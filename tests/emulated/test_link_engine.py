@@ -4,9 +4,16 @@ drops at the tail and says how late its departures left; TBF stays as the fallba
 Each trace names the mechanism that shaped it."""
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
 import pytest
 from emulated_helpers import nothing_left, run_id_of
 
+from tcpeval.backends import get_backend
 from tcpeval.spec import adhoc_condition
 
 pytestmark = pytest.mark.root
@@ -35,6 +42,70 @@ def test_the_link_engine_carries_its_rate_and_queues_at_most_its_buffer(backend,
     p50, p99, p999 = link["late_us_p50"], link["late_us_p99"], link["late_us_p999"]
     assert p50 <= p99 <= p999 and p50 <= 50, link
     assert not [r for r in rec["fidelity"]["reasons"] if r.startswith("link:")], rec["fidelity"]["reasons"]
+    # the engine watched for host stalls (this kernel: steal accounting, no IRQ time
+    # accounting), and the lateness it excused is part of what it counted
+    assert rec["mechanisms"]["delay_detail"]["host_stalls"]["watched"] is True
+    stalls = rec["measured"]["delay_line"]["host_stalls"]
+    assert stalls["count"] <= stalls["gaps_examined"] and stalls["max_ns"] <= stalls["stolen_ns"]
+    for ms, n in link["late_ge_ms"].items():
+        assert link["late_ge_ms_beyond_stalls"][ms] <= n
+    assert nothing_left(run_id_of(tmp_path))
+
+
+STOPS, STOP_S = 5, 0.025  # longer than the hypervisor's stalls here (3-10 ms, once 20)
+
+
+def test_the_engine_stopped_inside_the_host_is_not_read_as_a_host_stall(rate_on, tmp_path, monkeypatch):
+    # A stall the engine may excuse is time the hypervisor took (no context switch, no CPU
+    # time of its own). Stopped by a signal (25 ms, five times) it is switched out -- the host's own doing, as
+    # a receiver taking its CPU would be -- so the frames it holds back are the run's fault.
+    backend = get_backend("emulated", progress=False, lock_timeout_s=900, attempts=1)  # this attempt's stats
+    monkeypatch.setenv("TCPEVAL_LINK", "tevlink")
+    rate = rate_on("tevlink", 2.0)
+    cond = adhoc_condition(["cubic"], 2.0, 0.0, 4.0, impl="native", rate_bps=rate, seed=6, dilation=1)
+    done = threading.Event()
+
+    def pids(*words: str) -> list[int]:
+        """Processes whose command line has all these words (read from /proc, as pgrep would)."""
+        found = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                args = cmdline.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if all(w.encode() in args for w in words):
+                found.append(int(cmdline.parent.name))
+        return found
+
+    def stop_the_engine():
+        while not pids("iperf3", "-c") and not done.wait(0.02):
+            pass  # the traffic has begun
+        time.sleep(1.5)  # into its steady part
+        engine = pids("line", "--rate-bps")  # tevdelay line ... --rate-bps: the link engine
+        for _ in range(STOPS):
+            for pid in engine:
+                os.kill(pid, signal.SIGSTOP)
+            time.sleep(STOP_S)
+            for pid in engine:
+                os.kill(pid, signal.SIGCONT)
+            time.sleep(0.1)
+
+    stopper = threading.Thread(target=stop_the_engine)
+    stopper.start()
+    try:
+        rec = backend.run(cond, tmp_path)
+    finally:
+        done.set()
+        stopper.join()
+    link, stalls = rec["measured"]["delay_line"]["link"], rec["measured"]["delay_line"]["host_stalls"]
+    # each stop is seen for what it is: a long gap with a context switch, not a stall
+    stops = [g for g in stalls["longest_gaps"] if g["gap_ns"] >= 0.8 * STOP_S * 1e9]
+    assert len([g for g in stops if g["switches"] >= 1]) >= STOPS - 1, stalls
+    # and the frames the stops held back 5 ms or more count (the host's own stalls, which
+    # come in spells here, may excuse some of theirs meanwhile)
+    held, beyond = link["late_ge_ms"]["5"], link["late_ge_ms_beyond_stalls"]["5"]
+    assert held > 0 and beyond >= 0.5 * held, (link["late_ge_ms"], stalls["longest_gaps"])
+    assert not [f for f in rec["fidelity"]["findings"] if f.get("host_stall")]
     assert nothing_left(run_id_of(tmp_path))
 
 

@@ -165,19 +165,32 @@ class Finding(str):
     transient: bool
     measured: float | None
     limit: float | None
+    host_stall: bool
 
     def __new__(cls, check: str, detail: str, *, transient: bool | None = None,
-                measured: float | None = None, limit: float | None = None):
+                measured: float | None = None, limit: float | None = None, host_stall: bool = False):
         self = super().__new__(cls, f"{check}: {detail}")
         self.check = check
         self.transient = check in TRANSIENT_CHECKS if transient is None else transient
         self.measured = None if measured is None else float(measured)
         self.limit = None if limit is None else float(limit)
+        # the excess lies wholly in host stalls the link engine saw (the hypervisor took its
+        # vCPU): the run's numbers may be disturbed, but not by its setting (calibration)
+        self.host_stall = host_stall
         return self
 
     def record(self) -> dict:
-        return {"check": self.check, "transient": self.transient, "text": str(self),
-                "measured": self.measured, "limit": self.limit}
+        record = {"check": self.check, "transient": self.transient, "text": str(self),
+                  "measured": self.measured, "limit": self.limit}
+        if self.host_stall:
+            record["host_stall"] = True
+        return record
+
+
+def host_stalls_only(findings: list[dict]) -> bool:
+    """Whether every finding (records) lies wholly in host stalls: the run carried its
+    rate, and the hypervisor delayed frames meanwhile, as it would at any rate."""
+    return bool(findings) and all(f.get("host_stall") for f in findings)
 
 
 def transient_only(findings: list[dict]) -> bool:
@@ -456,7 +469,7 @@ def verdict(setting: Setting, path: PathMeasurements, host: HostMeasurements = H
     if s.rate_bps is not None:
         reasons += _rate_reasons(s.drop, s.rate_bps, host.capacity_bps, host.achieved_bps, host.cpu_busy)
     reasons += _delay_line_reasons(host.delay_stats, k)
-    reasons += _link_reasons(host.link_stats, k)
+    reasons += _link_reasons(host.link_stats, k, (host.delay_stats or {}).get("host_stalls"))
     rate = s.rate_bps or 0.0
     loaded = path.loaded_rtts or {}
     worst_loaded = max((m["quantile_ms"] for m in loaded.values() if m), default=None)
@@ -518,31 +531,46 @@ def _delay_line_reasons(delay_stats: dict | None, k: int) -> list[Finding]:
     return reasons + _lateness_reasons("delay line", "{n}/{total} frames left more than {ms} ms late",
                                        "{n}/{total} frames held back {ms} ms or more",
                                        delay_stats, delay_stats.get("forwarded", 0),
-                                       late_frames(delay_stats, k), k)
+                                       late_frames(delay_stats, k), k, stalls=delay_stats.get("host_stalls"))
 
 
 def _lateness_reasons(check: str, late_text: str, held_text: str, stats: dict, total: int, late: int | None,
-                      k: int, late_note: str = "") -> list[Finding]:
+                      k: int, late_note: str = "", stalls: dict | None = None) -> list[Finding]:
     """The delay line's lateness limits (LATE_* x the dilation) on a count of frames sent,
     of which `late` left more than LATE_MAX_MS late; stats["late_ge_ms"] has the count
     held back LATE_HARD_MS or more. The texts get n, total and ms filled in; the findings'
-    measured values and limits are shares of the frames sent."""
+    measured values and limits are shares of the frames sent. Where the link engine watched
+    for host stalls (`stalls`, tevdelay.c), stats["late_ge_ms_beyond_stalls"] counts the
+    frames late by as much less what a stall excuses (up to its length, in frames due before
+    the engine should have caught up: within as long again after it); a finding whose excess
+    lies wholly in stalls says so and is marked host_stall."""
     reasons = []
     virtual = f" physical, {k} x the virtual limit" if k > 1 else ""
+    beyond = stats.get("late_ge_ms_beyond_stalls") if stalls else None
+
+    def finding(text: str, n: int, ms: float, share_max: float) -> Finding:
+        n_beyond = (beyond or {}).get(_ms_key(ms))
+        in_stalls = n_beyond is not None and n_beyond / total <= share_max
+        if in_stalls:
+            text += (f"; {n - n_beyond} of them waited out the {stalls['count']} host stall(s) the engine saw "
+                     f"(the hypervisor took its vCPU, up to {stalls['max_ns'] / 1e6:.3g} ms; "
+                     f"{stalls['stolen_ns'] / 1e6:.3g} ms in all), {n_beyond} beyond them")
+        return Finding(check, text, measured=n / total, limit=share_max, host_stall=in_stalls)
+
     if total and late is not None and late / total > LATE_SHARE_MAX:
-        reasons.append(Finding(check, late_text.format(n=late, total=total, ms=_ms_key(LATE_MAX_MS * k))
-                               + virtual + late_note, measured=late / total, limit=LATE_SHARE_MAX))
+        reasons.append(finding(late_text.format(n=late, total=total, ms=_ms_key(LATE_MAX_MS * k))
+                               + virtual + late_note, late, LATE_MAX_MS * k, LATE_SHARE_MAX))
     held = (stats.get("late_ge_ms") or {}).get(_ms_key(LATE_HARD_MS * k))
     if total and held is not None and held / total > LATE_HARD_SHARE_MAX:
-        reasons.append(Finding(check, held_text.format(n=held, total=total, ms=_ms_key(LATE_HARD_MS * k)) + virtual
+        reasons.append(finding(held_text.format(n=held, total=total, ms=_ms_key(LATE_HARD_MS * k)) + virtual
                                + f" (max {stats.get('max_late_ns', 0) / 1e6:.3g} ms)",
-                               measured=held / total, limit=LATE_HARD_SHARE_MAX))
+                               held, LATE_HARD_MS * k, LATE_HARD_SHARE_MAX))
     return reasons
 
 
-def _link_reasons(link: dict | None, k: int) -> list[Finding]:
+def _link_reasons(link: dict | None, k: int, stalls: dict | None = None) -> list[Finding]:
     """The link engine's own record (tevdelay.c link_stats): lost or unsent data frames,
-    and departures later than the delay line's limits."""
+    and departures later than the delay line's limits (host stalls as _lateness_reasons)."""
     if not link:
         return []
     reasons = []
@@ -554,7 +582,7 @@ def _link_reasons(link: dict | None, k: int) -> list[Finding]:
     return reasons + _lateness_reasons(
         "link", "{n}/{total} data frames left more than {ms} ms after their scheduled departure",
         "{n}/{total} data frames held back {ms} ms or more", link, link.get("sent", 0), late, k,
-        late_note=f" (p99.9 {link.get('late_us_p999')} us)")
+        late_note=f" (p99.9 {link.get('late_us_p999')} us)", stalls=stalls)
 
 
 def late_frames(stats: dict, dilation: int = 1) -> int:

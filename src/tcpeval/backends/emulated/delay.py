@@ -14,6 +14,7 @@ exactly like the paper's switch buffer in front of the ring.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -39,6 +40,32 @@ def netem_available(ns: str, dev: str) -> bool:
         host.run(["tc", "qdisc", "del", "dev", dev, "root"], ns=ns, check=False)
         return True
     return False
+
+
+KERNEL_CONFIGS = (Path("/proc/config.gz"), Path("/boot") / f"config-{os.uname().release}")
+
+
+def stall_accounting() -> tuple[bool, str]:
+    """Whether the link engine can tell a host stall (the hypervisor took its vCPU) from its
+    own overload, and why (tevdelay.c, "host stalls"): it reads a gap in its loop with no
+    context switch and no CPU time of its own as stolen. That holds where the kernel leaves
+    stolen time out of a thread's CPU time (CONFIG_PARAVIRT_TIME_ACCOUNTING) and counts the
+    softirq work done in the thread's context as the thread's (no
+    CONFIG_IRQ_TIME_ACCOUNTING: with it, a long softirq would read as stolen). Without
+    steal accounting nothing reads as stolen, so the watch is harmless there; it is off
+    where the kernel's configuration cannot be read."""
+    for path in KERNEL_CONFIGS:
+        try:
+            with (gzip.open if path.suffix == ".gz" else open)(path, "rt") as f:
+                text = f.read()
+        except OSError:
+            continue
+        if "CONFIG_IRQ_TIME_ACCOUNTING=y" in text:
+            return False, f"the kernel accounts IRQ time apart ({path}): softirq time would read as stolen"
+        if "CONFIG_PARAVIRT_TIME_ACCOUNTING=y" not in text:
+            return True, f"no steal accounting ({path}): no stall can be seen, none is counted"
+        return True, f"stolen time is left out of thread CPU time, softirq time is not ({path})"
+    return False, "the kernel's configuration is not readable (/proc/config.gz, /boot/config-*)"
 
 
 RELEASE_ENV = "TCPEVAL_ACK_RELEASE"
@@ -89,6 +116,9 @@ class DelayLine:
         self.proc: subprocess.Popen | None = None
         self.delay_ns = 0
         self.release = release_rule()
+        # host stalls counted apart by the spinning link engine, where the kernel's
+        # accounting lets it tell them (stall_accounting)
+        self.stall_watch, self.stall_watch_why = stall_accounting() if link else (False, "no link engine")
         self.stats_path = run_dir / "delayline.json"
         # The kernel's own copy of each reverse-path frame is discarded at the ports'
         # tc ingress (taps see the frame first), so frames travel only through the line.
@@ -105,6 +135,8 @@ class DelayLine:
             args += ["--held-ms", ",".join(format(ms, "g") for ms in self.held_ms)]
         if self.rt_prio:
             args += ["--rt", self.rt_prio]
+        if self.stall_watch:
+            args += ["--stall-watch"]
         if self.cpu is not None:
             args += ["--cpu", self.cpu]
         for port in t.ack_ports():
@@ -179,6 +211,7 @@ class DelayLine:
                 "sched": f"SCHED_FIFO {self.rt_prio}" if self.rt_prio
                 else "SCHED_OTHER nice -20" if self.link else "SCHED_OTHER",
                 "cpu": self.cpu, "link_engine": bool(self.link),
+                "host_stalls": {"watched": self.stall_watch, "why": self.stall_watch_why},
                 "waits": "spins (the link engine never sleeps)" if self.link
                 else "sleeps until the head frame's batch is due" if self.release == "batch"
                 else "sleeps until the head frame is due"}

@@ -146,7 +146,7 @@ class EmulatedBackend:
         log = _StderrLog(self.progress)
         art = ensure_built(log)
         if not force:
-            cached = calib.load(art.hashes)
+            cached = calib.load(art.hashes, self._links())
             if cached:
                 return cached
         with _signals_unwind(), host.HostLock(self.lock_timeout_s, log=log):
@@ -204,14 +204,19 @@ class EmulatedBackend:
     def _calibrate_locked(self, art: Artifacts, log, duration_s: float = 4.0, design: dict | None = None) -> dict:
         """The envelope over ``design``'s RTTs (default: config/design.yaml), for every link
         mechanism, or for $TCPEVAL_LINK alone when that forces one."""
-        forced = bottleneck.forced_link()
         return calib.calibrate(self._executor(art), art.hashes, duration_s=duration_s, log=log,
-                               design=design, links=(forced,) if forced else calib.LINKS)
+                               design=design, links=self._links())
+
+    @staticmethod
+    def _links() -> tuple:
+        """The link mechanisms runs may take: $TCPEVAL_LINK alone, or every one."""
+        forced = bottleneck.forced_link()
+        return (forced,) if forced else calib.LINKS
 
     def _plan(self, condition, art: Artifacts, log) -> Plan:
-        cal = calib.load(art.hashes)
+        cal = calib.load(art.hashes, self._links())
         if cal is None:
-            log("no calibration for this host and build yet: calibrating first")
+            log("no calibration for this host, build and link mechanisms yet: calibrating first")
             cal = self._calibrate_locked(art, log)
         return plans.for_condition(condition, cal, log)
 

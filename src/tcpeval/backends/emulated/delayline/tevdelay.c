@@ -2,7 +2,7 @@
 /* tevdelay: the emulated backend's constant-delay line, and a UDP RTT probe.
  *
  *   tevdelay line --delay-ns D [--quantum-ns Q] [--release batch|each] [--held-ms MS,...] [--stats FILE]
- *                 [--cpu N] [--rt PRIO]
+ *                 [--cpu N] [--rt PRIO] [--stall-watch]
  *                 --in IF [--in IF ...]
  *                 --route IPv4=IFNAME,DSTMAC,SRCMAC [--route ...]
  *                 [--rate-bps R --buffer-bytes B --data-in IF [...] --data-route IPv4=IF,DST,SRC [...]]
@@ -159,6 +159,114 @@ static inline struct tpacket2_hdr *frame(struct ring *r, unsigned i)
 }
 
 
+/* ---- host stalls: the hypervisor takes the engine's vCPU ---- */
+
+/* A virtual machine's vCPU is now and then taken away by the hypervisor (here ~3 ms, once
+ * every few seconds, in spells): every frame due meanwhile leaves late, at any rate. The
+ * engine tells such a stall from its own overload: a gap in its loop during which it was
+ * never switched out (no context switch) and its thread's CPU time did not advance (the
+ * kernel leaves stolen time out of it, CONFIG_PARAVIRT_TIME_ACCOUNTING; softirq work done
+ * in its context counts as its own). A stall of length S delays every frame due during it,
+ * and those due while the engine works off the backlog, by at most S; it excuses up to S of
+ * the lateness of each frame released after it began and due before the stall's end + S.
+ * A rate that needs longer than S to catch up has too little headroom, and its later
+ * frames count in full. What is left is counted apart (late_ge_ms_beyond_stalls), so that
+ * the calibration can judge a rate on what the rate does, not on what the host did
+ * meanwhile (a 10-ms stall alone holds 0.2 % of a 4-s run's frames back 2 ms or more,
+ * at any rate). */
+#define STALL_MIN_NS 250000 /* a loop gap this long is examined */
+#define CPU_SAMPLE_NS 500000 /* the thread's CPU time and context switches are read this often: ~0.9 us a read here */
+
+#define LONGEST_GAPS 8 /* the longest gaps examined, kept with what decided them (stats) */
+
+struct gap {
+	int64_t gap_ns, stolen_ns;
+	long switches;
+};
+
+struct stalls {
+	struct gap longest[LONGEST_GAPS];
+	int64_t prev_top; /* the loop's previous turn (CLOCK_REALTIME ns) */
+	int64_t sample_real, sample_cpu;
+	long sample_csw;
+	int64_t start, end, len; /* the latest stall: its loop gap, and the time stolen in it */
+	uint64_t count, examined;
+	int64_t stolen_ns, max_ns;
+};
+
+static long context_switches(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return -1;
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+/* Called at the top of every turn of the spinning loop. */
+static void stall_watch(struct stalls *S, int64_t real)
+{
+	int64_t gap = S->prev_top ? real - S->prev_top : 0;
+	S->prev_top = real;
+	if (gap < STALL_MIN_NS && real - S->sample_real < CPU_SAMPLE_NS)
+		return;
+	int64_t cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	long csw = context_switches();
+	if (gap >= STALL_MIN_NS && S->sample_real) {
+		int64_t stolen = (real - S->sample_real) - (cpu - S->sample_cpu);
+		S->examined++;
+		int shortest = 0;
+		for (int i = 1; i < LONGEST_GAPS; i++)
+			if (S->longest[i].gap_ns < S->longest[shortest].gap_ns)
+				shortest = i;
+		if (gap > S->longest[shortest].gap_ns)
+			S->longest[shortest] = (struct gap){gap, stolen, csw >= 0 ? csw - S->sample_csw : -1};
+		if (csw >= 0 && csw == S->sample_csw && stolen >= gap / 2) {
+			if (stolen > gap)
+				stolen = gap;
+			S->count++;
+			S->stolen_ns += stolen;
+			if (stolen > S->max_ns)
+				S->max_ns = stolen;
+			S->start = real - gap;
+			S->end = real;
+			S->len = stolen;
+		}
+	}
+	S->sample_real = real;
+	S->sample_cpu = cpu;
+	S->sample_csw = csw;
+}
+
+/* The lateness the latest stall excuses in a frame released at `release`, due at `due` */
+static int64_t stall_excused(const struct stalls *S, int64_t due, int64_t release)
+{
+	if (!S->len || release < S->start || due > S->end + S->len)
+		return 0;
+	return S->len;
+}
+
+static void stall_stats(FILE *f, const struct stalls *S)
+{
+	fprintf(f, ",\"host_stalls\":{\"count\":%" PRIu64 ",\"stolen_ns\":%" PRId64 ",\"max_ns\":%" PRId64
+		   ",\"gaps_examined\":%" PRIu64 ",\"min_gap_ns\":%d,\"longest_gaps\":[",
+		S->count, S->stolen_ns, S->max_ns, S->examined, STALL_MIN_NS);
+	for (int i = 0, first = 1; i < LONGEST_GAPS; i++)
+		if (S->longest[i].gap_ns) {
+			fprintf(f, "%s{\"gap_ns\":%" PRId64 ",\"stolen_ns\":%" PRId64 ",\"switches\":%ld}", first ? "" : ",",
+				S->longest[i].gap_ns, S->longest[i].stolen_ns, S->longest[i].switches);
+			first = 0;
+		}
+	fprintf(f, "]}");
+}
+
+static void held_stats(FILE *f, const char *name, int n, const double *ms, const uint64_t *count)
+{
+	fprintf(f, ",\"%s\":{", name);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s\"%g\":%" PRIu64, i ? "," : "", ms[i], count[i]);
+	fprintf(f, "}");
+}
+
 /* ---- the link engine: rate and buffer with scheduled departures ---- */
 
 struct pending {
@@ -189,6 +297,8 @@ struct link {
 	const int64_t *held_ns;
 	const double *held_ms;
 	uint64_t held_count[MAX_HELD];
+	uint64_t held_beyond_stalls[MAX_HELD]; /* ... less the part a host stall explains */
+	const struct stalls *stalls;
 };
 
 /* A frame's wall-clock arrival, the tap's stamp. One that is not a wall-clock stamp (e.g.
@@ -342,8 +452,11 @@ static int link_release(struct link *L, int64_t real)
 		if (late > L->max_late)
 			L->max_late = late;
 		L->late_hist[late / 1000 < LATE_US ? late / 1000 : LATE_US]++;
-		for (int i = 0; i < L->nheld; i++)
+		int64_t beyond = late - stall_excused(L->stalls, (int64_t)p->depart + L->epoch, real);
+		for (int i = 0; i < L->nheld; i++) {
 			L->held_count[i] += late >= L->held_ns[i];
+			L->held_beyond_stalls[i] += beyond >= L->held_ns[i];
+		}
 		uint8_t *eth = (uint8_t *)p->h + p->h->tp_mac;
 		address_frame(p->rt, eth, eth - sizeof(struct virtio_net_hdr),
 			      p->h->tp_snaplen + sizeof(struct virtio_net_hdr), &addrs[nb], &iovs[nb], &msgs[nb]);
@@ -376,7 +489,7 @@ static double late_quantile_us(const struct link *L, double q)
 	return LATE_US + 1;
 }
 
-static void link_stats(FILE *f, struct link *L)
+static void link_stats(FILE *f, struct link *L, int watch_stalls)
 {
 	fprintf(f,
 		",\"link\":{\"rate_bps\":%.0f,\"buffer_bytes\":%" PRId64 ",\"admitted\":%" PRIu64
@@ -396,10 +509,11 @@ static void link_stats(FILE *f, struct link *L)
 			fprintf(f, "%s\"%d\":%" PRIu64, first ? "" : ",", i, L->late_hist[i]);
 			first = 0;
 		}
-	fprintf(f, "},\"late_ge_ms\":{");
-	for (int i = 0; i < L->nheld; i++)
-		fprintf(f, "%s\"%g\":%" PRIu64, i ? "," : "", L->held_ms[i], L->held_count[i]);
-	fprintf(f, "}}");
+	fprintf(f, "}");
+	held_stats(f, "late_ge_ms", L->nheld, L->held_ms, L->held_count);
+	if (watch_stalls)
+		held_stats(f, "late_ge_ms_beyond_stalls", L->nheld, L->held_ms, L->held_beyond_stalls);
+	fprintf(f, "}");
 }
 
 static int parse_route(const char *v, struct route *rt)
@@ -456,7 +570,7 @@ static int cmd_line(int argc, char **argv)
 	int nin = 0, nroutes = 0;
 	int64_t delay = -1, quantum = 20000;
 	const char *stats_path = NULL;
-	int cpu = -1, rt_prio = 0, each = 0;
+	int cpu = -1, rt_prio = 0, each = 0, watch_stalls = 0;
 	/* "held back" thresholds (ms, ascending): frames at least this late are counted
 	 * whatever Q is; a time-dilated run passes them multiplied by its factor */
 	double held_ms[MAX_HELD] = {0.5, 1, 2, 5};
@@ -467,6 +581,10 @@ static int cmd_line(int argc, char **argv)
 
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--stall-watch")) { /* a flag: the link engine counts host stalls */
+			watch_stalls = 1;
+			continue;
+		}
 		if (!v)
 			goto usage;
 		if (!strcmp(a, "--delay-ns"))
@@ -600,6 +718,9 @@ static int cmd_line(int argc, char **argv)
 	int64_t max_late = 0, sum_err = 0, max_early = 0;
 	uint64_t hist[8] = {0}; /* error: within +-Q/2, late <Q, <2Q, <5Q, <10Q, <100Q, >=100Q; early (before -Q/2) */
 	uint64_t held_count[MAX_HELD] = {0}; /* frames late by >= held_ms[i] */
+	uint64_t held_beyond_stalls[MAX_HELD] = {0}; /* ... less the part a host stall explains */
+	struct stalls stalls = {0};
+	L.stalls = &stalls;
 	int64_t held_ns[MAX_HELD];
 	for (int i = 0; i < nheld; i++)
 		held_ns[i] = (int64_t)(held_ms[i] * 1e6 + 0.5);
@@ -616,6 +737,8 @@ static int cmd_line(int argc, char **argv)
 	snprintf(snap_path, sizeof(snap_path), "%s.snap", stats_path ? stats_path : "tevdelay-stats");
 	while (!stop) {
 		int64_t real = now_ns(CLOCK_REALTIME);
+		if (L.on && watch_stalls) /* only a loop that never sleeps tells a stall from a sleep */
+			stall_watch(&stalls, real);
 		if (snapshot) {
 			snapshot = 0;
 			FILE *sf = fopen(snap_path, "a");
@@ -696,8 +819,11 @@ static int cmd_line(int argc, char **argv)
 			hist[b]++;
 			if (b >= 1 && b <= 6)
 				late++;
-			for (int i = 0; i < nheld; i++)
+			int64_t beyond = err - stall_excused(&stalls, due, real);
+			for (int i = 0; i < nheld; i++) {
 				held_count[i] += err >= held_ns[i];
+				held_beyond_stalls[i] += beyond >= held_ns[i];
+			}
 			if (h->tp_snaplen >= 34 && (eth[12] != 0x08 || eth[13] != 0x00)) {
 				/* not IPv4 (ARP...): the kernel kept its own copy, nothing to do */
 				non_ip++;
@@ -757,14 +883,18 @@ static int cmd_line(int argc, char **argv)
 	for (int i = 0; i < nheld; i++)
 		fprintf(f, "%s\"%g\":%" PRIu64, i ? "," : "", held_ms[i], held_count[i]);
 	fprintf(f, "}");
+	if (L.on && watch_stalls) {
+		held_stats(f, "late_ge_ms_beyond_stalls", nheld, held_ms, held_beyond_stalls);
+		stall_stats(f, &stalls);
+	}
 	if (L.on)
-		link_stats(f, &L);
+		link_stats(f, &L, watch_stalls);
 	fprintf(f, "}\n");
 	if (f != stdout)
 		fclose(f);
 	return 0;
 usage:
-	fprintf(stderr, "usage: tevdelay line --delay-ns D [--quantum-ns Q] [--release batch|each] [--held-ms MS,...] [--stats FILE] "
+	fprintf(stderr, "usage: tevdelay line --delay-ns D [--quantum-ns Q] [--release batch|each] [--held-ms MS,...] [--stats FILE] [--stall-watch] "
 			"--in IF [...] --route IP=IF,DSTMAC,SRCMAC [...] [--rate-bps R --buffer-bytes B "
 			"--data-in IF [...] --data-route IP=IF,DSTMAC,SRCMAC [...]]\n");
 	return 2;
