@@ -41,18 +41,24 @@ def leftovers_of(run_id: str) -> dict:
     return {"namespaces": ns, "processes": procs + keep_awake_loops(), "state_file": state}
 
 
-def keep_awake_loops() -> list[str]:
-    """pids of `tevdelay awake` loops (outside any namespace); runs are serialised by the
-    host lock, so once a run is over there must be none."""
+def pids_where(match) -> list[str]:
+    """pids of the processes whose argv (a list of bytes) `match` accepts, read from /proc
+    (procps, and so pgrep, is not among the project's packages)."""
     pids = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             argv = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue
-        if len(argv) > 1 and argv[0].endswith(b"/tevdelay") and argv[1] == b"awake":
+        if match(argv):
             pids.append(cmdline.parent.name)
     return pids
+
+
+def keep_awake_loops() -> list[str]:
+    """pids of `tevdelay awake` loops (outside any namespace); runs are serialised by the
+    host lock, so once a run is over there must be none."""
+    return pids_where(lambda argv: len(argv) > 1 and argv[0].endswith(b"/tevdelay") and argv[1] == b"awake")
 
 
 def _check_run_id(run_id) -> None:

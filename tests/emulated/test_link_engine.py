@@ -8,10 +8,9 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import pytest
-from emulated_helpers import nothing_left, run_id_of
+from emulated_helpers import nothing_left, pids_where, run_id_of
 
 from tcpeval.backends import get_backend
 from tcpeval.spec import adhoc_condition
@@ -66,16 +65,8 @@ def test_the_engine_stopped_inside_the_host_is_not_read_as_a_host_stall(rate_on,
     done = threading.Event()
 
     def pids(*words: str) -> list[int]:
-        """Processes whose command line has all these words (read from /proc, as pgrep would)."""
-        found = []
-        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-            try:
-                args = cmdline.read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if all(w.encode() in args for w in words):
-                found.append(int(cmdline.parent.name))
-        return found
+        """Processes whose command line has all these words."""
+        return [int(pid) for pid in pids_where(lambda argv: all(w.encode() in argv for w in words))]
 
     def stop_the_engine():
         while not pids("iperf3", "-c") and not done.wait(0.02):
