@@ -20,6 +20,11 @@ BACKENDS = ("emulated", "testbed")
 IMPLS = ("port", "native", "bpf")
 VARIANT_NAME = r"^[a-z][a-z0-9_]*$"
 UDP = "udp"  # the variant name of a UDP cross-traffic flow
+# A request/response flow (tevrpc): RPCs of request_bytes, answered with response_bytes,
+# back to back or rpcs_per_s a second, on one connection of its variant's algorithm.
+RPC = "rpc"
+PROTOCOLS = ("tcp", UDP, RPC)
+RPC_HEADER_BYTES = 8  # a request carries the response size in its first bytes
 # The paper's segment: a 1500-byte MTU less 20 (IP) and 20 (TCP), timestamps off (its
 # Sec. IV: they were deactivated to leave the bytes to payload).
 MSS_BYTES = 1460
@@ -41,18 +46,25 @@ def payload_ceiling_bps(link_bps: float) -> float:
 def flow_rule_problems(*, protocol: str = "tcp", variant: str | None = None, rate_given: bool | None = None,
                        impl: str | None = None, object_given: bool | None = None, start: float | None = None,
                        stop: float | None = None, end: float | None = None,
-                       fields: tuple[str, str] = ("start_s", "stop_s"), unit: str = " s") -> list[tuple[str, str]]:
+                       fields: tuple[str, str] = ("start_s", "stop_s"), unit: str = " s",
+                       rpc: dict | None = None) -> list[tuple[str, str]]:
     """The rules of one flow, as (field, why) pairs, on what is known of it: a value that
     is None (a design's placeholder, a run length not known yet) skips the rules that
     need it. Flow.problems asks with every value, a design's flow template with its
-    literal ones (start and stop may be fractions of the run there: ``fields``, ``unit``)."""
+    literal ones (start and stop may be fractions of the run there: ``fields``, ``unit``).
+    ``rpc``: an RPC flow's request_bytes, response_bytes and rpcs_per_s as known (a key
+    absent: not given; None: a placeholder)."""
     out = []
-    if protocol not in ("tcp", UDP):
-        out.append(("protocol", f"{protocol!r} is not tcp or udp"))
+    if protocol not in PROTOCOLS:
+        out.append(("protocol", f"{protocol!r} is not one of {', '.join(PROTOCOLS)}"))
     elif protocol == UDP and rate_given is False:
         out.append(("rate_bps", "a UDP cross-traffic flow needs a rate (e.g. rate_bps: 2G)"))
-    elif protocol == "tcp" and variant is not None and not re.match(VARIANT_NAME, variant):
+    elif protocol != UDP and variant is not None and not re.match(VARIANT_NAME, variant):
         out.append(("variant", f"{variant!r} is not an algorithm name (lower-case letters, digits, _)"))
+    if protocol == RPC and rpc is not None:
+        out += _rpc_problems(rpc)
+    elif protocol != RPC and rpc:
+        out.append((next(iter(rpc)), f"only an RPC flow (protocol: rpc) has {next(iter(rpc))}"))
     if impl is not None and impl not in IMPLS:
         out.append(("impl", f"{impl!r} is not allowed; allowed values: {', '.join(IMPLS)}"))
     elif impl is not None and object_given is not None and (impl == "bpf") != object_given:
@@ -67,6 +79,22 @@ def flow_rule_problems(*, protocol: str = "tcp", variant: str | None = None, rat
     return out
 
 
+def _rpc_problems(rpc: dict) -> list[tuple[str, str]]:
+    """An RPC flow's sizes (both required) and rate (optional: back to back without)."""
+    out = []
+    for key, least in (("request_bytes", RPC_HEADER_BYTES), ("response_bytes", 1)):
+        if key not in rpc:
+            out.append((key, f"an RPC flow needs {key} (e.g. request_bytes: 100, response_bytes: 1M)"))
+        elif rpc[key] is not None and not (float(rpc[key]).is_integer() and rpc[key] >= least):
+            out.append((key, f"{rpc[key]!r} is not a whole number of bytes >= {least}"
+                             + (" (a request carries the response size in its first 8 bytes)"
+                                if key == "request_bytes" else "")))
+    rate = rpc.get("rpcs_per_s")
+    if rate is not None and not rate > 0:
+        out.append(("rpcs_per_s", f"{rate!r}: RPCs per second must be above 0 (leave it out for back to back)"))
+    return out
+
+
 @dataclass(frozen=True)
 class Flow:
     variant: str
@@ -76,11 +104,14 @@ class Flow:
     rate_bps: float | None = None
     stop_s: float | None = None   # None: runs to the end of the run
     object: str | None = None     # impl "bpf": the struct_ops object (.bpf.o)
+    request_bytes: int | None = None   # protocol rpc: each request's size
+    response_bytes: int | None = None  # protocol rpc: each response's size
+    rpcs_per_s: float | None = None    # protocol rpc: open loop at this rate; None: back to back
 
     def to_dict(self) -> dict:
         out = {"variant": self.variant, "impl": self.impl, "start_s": self.start_s,
                "protocol": self.protocol}
-        for key in ("rate_bps", "stop_s", "object"):
+        for key in ("rate_bps", "stop_s", "object", "request_bytes", "response_bytes", "rpcs_per_s"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out
@@ -94,15 +125,36 @@ class Flow:
         return [f"{name}: {why}" for name, why in flow_rule_problems(
             protocol=self.protocol, variant=self.variant, rate_given=bool(self.rate_bps and self.rate_bps > 0),
             impl=self.impl, object_given=self.object is not None, start=self.start_s, stop=self.stop_s,
-            end=duration_s)]
+            end=duration_s, rpc=self.rpc_settings())]
+
+    def rpc_settings(self) -> dict:
+        """The RPC fields given (all of them for an RPC flow, whose rules need them)."""
+        keys = ("request_bytes", "response_bytes", "rpcs_per_s")
+        if self.protocol == RPC:
+            return {k: getattr(self, k) for k in keys if getattr(self, k) is not None or k == "rpcs_per_s"}
+        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
 
     @property
     def label(self) -> str:
         """The flow in a run path: its variant, and its implementation where that is not
-        the 3.16 port ('bbr-native', 'mycc-bpf'); a UDP flow is 'udp'."""
+        the 3.16 port ('bbr-native', 'mycc-bpf'); a UDP flow is 'udp'; an RPC flow adds
+        its response size and, open loop, its rate ('cubic-native-rpc10k', 'reno-rpc1m-r500')."""
         if self.protocol == "udp":
             return UDP
-        return self.variant if self.impl == "port" else f"{self.variant}-{self.impl}"
+        name = self.variant if self.impl == "port" else f"{self.variant}-{self.impl}"
+        if self.protocol == RPC:
+            name += f"-rpc{_size_label(self.response_bytes)}"
+            if self.rpcs_per_s is not None:
+                name += "-r" + f"{self.rpcs_per_s:g}".replace("+", "").replace(".", "p")
+        return name
+
+
+def _size_label(nbytes: int | None) -> str:
+    """A size in a path (lower case, as the path grammar has it): 10k, 1m, 1500."""
+    for suffix, unit in (("g", 10**9), ("m", 10**6), ("k", 10**3)):
+        if nbytes and nbytes % unit == 0:
+            return f"{nbytes // unit}{suffix}"
+    return str(nbytes)
 
 
 @dataclass(frozen=True)

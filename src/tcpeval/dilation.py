@@ -74,7 +74,7 @@ def factor_for(condition, rate_bps: float | None, faithful_bps) -> int:
     k = choose(condition.dilation, rate_bps, faithful_bps)
     if k > 1:
         for i, flow in enumerate(condition.flows):
-            if flow.protocol == "tcp" and flow.impl == "native":
+            if flow.protocol != "udp" and flow.impl == "native":
                 raise DilationError(
                     f"flows[{i}] ({flow.variant}, impl native): the run needs time dilation x{k} "
                     f"({rate_bps / 1e9:.3g} Gbps on a host that carries "

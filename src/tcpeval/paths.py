@@ -10,7 +10,9 @@
 The paper's design has no design segment (its paths predate other designs); every other
 design's runs live under its name, so two designs' campaigns never collide. <flows>: the
 flows' labels in order joined by '+': the variant, with '-native' / '-bpf' where the
-implementation is not the 3.16 port, 'udp' for UDP cross traffic. A factor segment
+implementation is not the 3.16 port, 'udp' for UDP cross traffic; an RPC flow adds
+'-rpc<response size>' and, at a set rate, '-r<RPCs per second>' (cubic-rpc10k,
+reno-native-rpc1m-r500). A factor segment
 appears for each grid key that varies within the criterion besides rtt_ms and drop:
 rate_bps as rate<R> (10G, 200M), buffer_bytes as buf<B> (100k, 65536), any other key as
 <key><value> (n_flows4, stop_at30).
@@ -34,7 +36,8 @@ DEFAULT_RAW_DIR = "data/raw"
 GRAMMAR = ("<raw_dir>/<backend>[/<design>]/<campaign>/<criterion>/<flows>/rtt<ms>/drop<p>"
            "[/<factor><value>...]/rep<k>[/trace.json]\n"
            "  backend: emulated | testbed; design: the design's name (none for the paper's design);\n"
-           "  flows: the flows' variants in order joined by '+' ('-native'/'-bpf' where not the 3.16 port, 'udp');\n"
+           "  flows: the flows' variants in order joined by '+' ('-native'/'-bpf' where not the 3.16 port, 'udp';\n"
+           "    an RPC flow: '-rpc<response size>[-r<RPCs per second>]');\n"
            "  ms: RTT setting, shortest decimal (0.2, 24.2); p: 0 or shortest scientific form (1e-05);\n"
            "  factors (grid keys that vary within the criterion): rate<R> (10G), buf<B> (100k), <key><value>;\n"
            "  k: repetition from 1")

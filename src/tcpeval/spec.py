@@ -35,7 +35,9 @@ from tcpeval.provenance import REPO_ROOT
 # Grid keys that set the condition rather than fill a flow template.
 CONDITION_KEYS = ("rtt_ms", "drop", "rate_bps", "buffer_bytes")
 # Flow-template fields that take a number (or a "{grid-key}" placeholder for one).
-FLOW_NUMBERS = ("start_s", "start_fraction", "stop_s", "stop_fraction", "rate_bps", "count")
+FLOW_NUMBERS = ("start_s", "start_fraction", "stop_s", "stop_fraction", "rate_bps", "count",
+                "request_bytes", "response_bytes", "rpcs_per_s")
+RPC_FIELDS = ("request_bytes", "response_bytes", "rpcs_per_s")
 RUN_SETTINGS = ("duration_s", "interval_s", "repetitions", "rate_bps", "buffer_bytes",
                 "background_loss", "hz", "impl", "dilation", "stop")
 
@@ -148,7 +150,8 @@ def _cross_field_problems(design: dict) -> list[str]:
             where = f"criteria/{name}/flows/{i}"
             udp = flow.get("protocol") == "udp"
             if "variant" not in flow and not udp:
-                problems.append(f"{where}: a TCP flow needs a variant (only a UDP flow has none)")
+                problems.append(f"{where}: a {flow.get('protocol', 'tcp').upper()} flow needs a variant "
+                                f"(only a UDP flow has none)")
             if "variant" in flow:
                 for key in _placeholders(flow["variant"]):
                     if key not in grid:
@@ -177,11 +180,13 @@ def _cross_field_problems(design: dict) -> list[str]:
                 known = [v if isinstance(v, (int, float)) else None for v in (start, stop)]
                 first = start_key == "start_s"  # the other rules once
                 problems += [f"{where}/{field}: {why}" for field, why in flow_rule_problems(
-                    protocol="udp" if udp else "tcp",
+                    protocol=flow.get("protocol", "tcp"),
                     rate_given=("rate_bps" in flow) if first else None,
                     impl=flow.get("impl", "port") if first else None,
                     object_given=("object" in flow) if first else None,
-                    start=known[0], stop=known[1], fields=(start_key, stop_key), unit=unit)]
+                    start=known[0], stop=known[1], fields=(start_key, stop_key), unit=unit,
+                    rpc=({k: flow[k] if isinstance(flow[k], (int, float)) else None
+                          for k in RPC_FIELDS if k in flow} if first else None))]
         # Grid keys other than the condition's own and the numeric ones name variants (or templates of them).
         for key, values in grid.items():
             if key in CONDITION_KEYS or key in numeric:
@@ -242,7 +247,8 @@ def _cross_field_problems(design: dict) -> list[str]:
 
 
 # Fields that hold a rate or a size, and how to read one written with a unit.
-_QUANTITIES = {"rate_bps": quantity.rate, "buffer_bytes": quantity.size, "link_bps": quantity.rate}
+_QUANTITIES = {"rate_bps": quantity.rate, "buffer_bytes": quantity.size, "link_bps": quantity.rate,
+               "request_bytes": quantity.size, "response_bytes": quantity.size}
 
 
 def normalise_numbers(design: Any, source: str = "design") -> Any:
@@ -281,7 +287,7 @@ def normalise_numbers(design: Any, source: str = "design") -> Any:
         fix_fields(crit, f"criteria/{name}")
         fix_lists(crit.get("grid"), f"criteria/{name}/grid")
         for i, flow in enumerate(crit.get("flows") or []):
-            fix_fields(flow, f"criteria/{name}/flows/{i}", keys=("rate_bps",))
+            fix_fields(flow, f"criteria/{name}/flows/{i}", keys=("rate_bps", "request_bytes", "response_bytes"))
         fix_fields(crit.get("duration_for_loss_events"), f"criteria/{name}/duration_for_loss_events",
                    keys=("link_bps",))
     for name, camp in (design.get("campaigns") or {}).items():
@@ -483,9 +489,12 @@ def _flows_of(crit: dict, name: str, point: dict, settings: dict, duration: floa
         flow = Flow(variant=UDP if udp else _render(tmpl["variant"], labels),
                     impl=tmpl.get("impl", settings["impl"]) if not udp else "native",
                     start_s=float(start), stop_s=None if stop == duration else stop,  # None: to the end
-                    protocol="udp" if udp else "tcp",
+                    protocol=tmpl.get("protocol", "tcp"),
                     rate_bps=float(num["rate_bps"]) if num["rate_bps"] is not None else None,
-                    object=tmpl.get("object"))
+                    object=tmpl.get("object"),
+                    request_bytes=int(num["request_bytes"]) if num["request_bytes"] is not None else None,
+                    response_bytes=int(num["response_bytes"]) if num["response_bytes"] is not None else None,
+                    rpcs_per_s=float(num["rpcs_per_s"]) if num["rpcs_per_s"] is not None else None)
         problems = flow.problems(duration)
         if problems:
             raise SpecError(f"{where}: " + "; ".join(problems))
@@ -533,7 +542,7 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
             if claims and not findings.needed(_cell(name, flows, point), claims):
                 continue  # a cell no finding reads
             for flow in flows:
-                if declared is not None and flow.protocol == "tcp" and flow.variant not in declared:
+                if declared is not None and flow.protocol != "udp" and flow.variant not in declared:
                     raise SpecError(f"criteria/{name}/flows: variant {flow.variant!r} (grid point {point}) "
                                     f"is unknown; allowed values: {', '.join(declared)}")
             factors = tuple((k, float(point[k])) for k in factor_keys)

@@ -231,8 +231,11 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
             "cc_requested": f["cc"].get("requested"), "cc_verified": f["cc"].get("verified"),
             "protocol": f.get("protocol", "tcp"),
             "stop_s": _num(f.get("stop_s")),
-            "retrans_rate": (M.retransmission_rate(p["b"], retr) if p["n"] and f.get("protocol", "tcp") == "tcp"
+            "retrans_rate": (M.retransmission_rate(p["b"], retr) if p["n"] and f.get("protocol", "tcp") != "udp"
                              else math.nan),
+            "min_bps": float(p["rates"].min()) if p["n"] else math.nan,
+            "max_bps": float(p["rates"].max()) if p["n"] else math.nan,
+            **_rpc_columns(f.get("rpc")),
         })
 
     first = per_flow[0]
@@ -312,6 +315,21 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
                flows_label=paths.format_flows(Condition.from_dict(cond).flow_labels))
     samples = _samples(run_id, per_flow, flows_in)
     return row, flow_rows, samples
+
+
+def _rpc_columns(rpc: dict | None) -> dict:
+    """An RPC flow's columns of the flows table (virtual units): sizes, RPCs completed and
+    their rate, latency percentiles and CDF (metrics.rpc_latency_*); none for other flows."""
+    if not rpc:
+        return {}
+    lat = rpc["latency_us"]
+    summary = M.rpc_latency_summary(lat)
+    span = (rpc["start_s"][-1] + lat[-1] / 1e6) if lat else 0.0
+    return {"rpc_request_bytes": rpc["request_bytes"], "rpc_response_bytes": rpc["response_bytes"],
+            "rpc_rate_setting": rpc.get("rpcs_per_s"), "rpc_issued": rpc["issued"], "rpc_completed": rpc["completed"],
+            "rpc_per_s": rpc["completed"] / span if span > 0 else math.nan,
+            **{f"rpc_lat_{k}_us": summary[k] for k in ("min", "mean", "max", "p50", "p90", "p99", "p999")},
+            "rpc_lat_cdf_us": M.rpc_latency_cdf(lat) or None}
 
 
 def disturbance_window(per_flow: list[dict], duration_s: float) -> tuple[float, float] | None:

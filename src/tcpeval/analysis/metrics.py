@@ -388,3 +388,42 @@ def throughput_timelines(flows, interval_s: float, ids=None):
         "throughput_bps": (8.0 * nb / float(interval_s)).reshape(-1),
         "active": active.reshape(-1),
     }, columns=["flow", "t_s", "throughput_bps", "active"])
+
+
+# RPC latencies (beyond the paper: request/response flows). Percentiles are nearest-rank
+# (the smallest latency that at least p of the RPCs did not exceed; numpy's
+# "inverted_cdf"), as latency reports state them: every figure is an RPC that happened.
+RPC_PERCENTILES = (0.5, 0.9, 0.99, 0.999)
+# The probabilities a flow's latency CDF is kept at (the tidy flows table): a fine grid
+# for the body, the tail points the percentiles name.
+RPC_CDF_PROBS = tuple(round(i / 100, 2) for i in range(100)) + (0.995, 0.999, 0.9995, 1.0)
+
+
+def rpc_latency_summary(latency_us) -> dict:
+    """count, min, mean, max and the RPC_PERCENTILES (p50, p90, p99, p999) of one flow's
+    RPC latencies (microseconds); NaN where there are none."""
+    x = np.sort(np.asarray(latency_us, dtype=np.float64))
+    out = {"count": int(x.size)}
+    if not x.size:
+        return out | {k: math.nan for k in ("min", "mean", "max", *(_pname(p) for p in RPC_PERCENTILES))}
+    out |= {"min": float(x[0]), "mean": float(x.mean()), "max": float(x[-1])}
+    for p in RPC_PERCENTILES:
+        out[_pname(p)] = nearest_rank(x, p)
+    return out
+
+
+def nearest_rank(sorted_x: np.ndarray, p: float) -> float:
+    """The p-quantile by nearest rank: x[ceil(p * n) - 1] (the minimum for p = 0)."""
+    n = sorted_x.size
+    return float(sorted_x[max(0, math.ceil(round(p * n, 9)) - 1)])
+
+
+def rpc_latency_cdf(latency_us, probs=RPC_CDF_PROBS) -> list[float]:
+    """The latencies at ``probs`` (nearest rank): a flow's CDF in a few hundred numbers."""
+    x = np.sort(np.asarray(latency_us, dtype=np.float64))
+    return [nearest_rank(x, p) for p in probs] if x.size else []
+
+
+def _pname(p: float) -> str:
+    """0.5 -> p50, 0.999 -> p999."""
+    return "p" + f"{p * 100:g}".replace(".", "")

@@ -62,7 +62,12 @@ FLOW_SCHEMA = pa.schema([
     ("run", _S), ("flow", _I), ("order", _I), ("variant", _S), ("impl", _S), ("start_s", _F),
     ("end_s", _F), ("bytes", _F), ("mean_bps", _F), ("mean_common_bps", _F),
     ("retransmits", _F), ("cc_requested", _S), ("cc_verified", _S),
-    ("protocol", _S), ("stop_s", _F), ("retrans_rate", _F),
+    ("protocol", _S), ("stop_s", _F), ("retrans_rate", _F), ("min_bps", _F), ("max_bps", _F),
+    # RPC flows (extract._rpc_columns); null for others
+    ("rpc_request_bytes", _F), ("rpc_response_bytes", _F), ("rpc_rate_setting", _F), ("rpc_issued", _F),
+    ("rpc_completed", _F), ("rpc_per_s", _F), ("rpc_lat_min_us", _F), ("rpc_lat_mean_us", _F),
+    ("rpc_lat_max_us", _F), ("rpc_lat_p50_us", _F), ("rpc_lat_p90_us", _F), ("rpc_lat_p99_us", _F),
+    ("rpc_lat_p999_us", _F), ("rpc_lat_cdf_us", pa.list_(pa.float64())),
 ])
 _F32 = pa.float32()
 SAMPLE_SCHEMA = pa.schema([

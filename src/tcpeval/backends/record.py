@@ -59,7 +59,8 @@ def flow_record(index: int, flow, *, impl: str, actual: tuple, cc: dict, parsed:
     return {"id": index, "variant": flow.variant, "impl": impl, "protocol": flow.protocol,
             "start_s": flow.start_s, "stop_s": flow.stop_s,
             "actual": {"start_s": actual[0], "stop_s": actual[1]},
-            "cc": cc, "samples": parsed["samples"], "summary": parsed["summary"], "raw_files": raw_files}
+            "cc": cc, "samples": parsed["samples"], "summary": parsed["summary"], "raw_files": raw_files,
+            **({"rpc": parsed["rpc"]} if parsed.get("rpc") is not None else {})}
 
 
 def build(*, condition, run_dir: Path, backend: str, environment: dict, mechanisms: dict, flows: list,

@@ -13,7 +13,7 @@ import html
 import io
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -43,7 +43,18 @@ METRIC_COLUMNS = {
                  ("recovery_time_s", "time to 90 % [s]", 1, "{:.2f}")],
     "jain_over_overlap": [("jain_overlap", "Jain (overlap)", 1, "{:.3f}"), ("overlap_s", "overlap [s]", 1, "{:.1f}")],
     "throughput_timeline": [],
+    # per-flow tables (FLOW_TABLE_COLUMNS) and, for RPC flows, latency CDFs; no run-level column
+    "flow_throughput": [],
+    "rpc_latency": [],
 }
+# The per-flow table of a criterion that asks for flow_throughput or rpc_latency: one row
+# per flow of each condition, means over its repetitions (column, heading, scale, format).
+FLOW_TABLE_COLUMNS = [("mean_bps", "mean [Mbit/s]", 1e-6, "{:.1f}"), ("min_bps", "min [Mbit/s]", 1e-6, "{:.1f}"),
+                      ("max_bps", "max [Mbit/s]", 1e-6, "{:.1f}"), ("retransmits", "retransmits", 1, "{:.0f}")]
+RPC_TABLE_COLUMNS = [("rpc_per_s", "RPCs/s", 1, "{:.0f}"), ("rpc_lat_min_us", "min [us]", 1, "{:.0f}"),
+                     ("rpc_lat_mean_us", "mean [us]", 1, "{:.0f}"), ("rpc_lat_p50_us", "p50 [us]", 1, "{:.0f}"),
+                     ("rpc_lat_p90_us", "p90 [us]", 1, "{:.0f}"), ("rpc_lat_p99_us", "p99 [us]", 1, "{:.0f}"),
+                     ("rpc_lat_p999_us", "p99.9 [us]", 1, "{:.0f}")]
 # The bar plots' metric: the first of these the criterion names, by its column (_headline).
 HEADLINE = {"mean_throughput": "tcp_total_bps", "jain_over_overlap": "jain_overlap", "jain_index": "jain",
             "recovery": "recovery_ratio", "retransmission_rate": "retrans_rate"}
@@ -61,6 +72,9 @@ class Section:
     metric_cols: list            # METRIC_COLUMNS entries of the criterion's metrics
     n_expected: int              # runs of the criterion in the campaign
     n_ok: int                    # of those, in the tables (verdict ok, or any with flagged runs included)
+    flow_table: pd.DataFrame | None = None   # per flow of each condition (FLOW_TABLE_COLUMNS)
+    flow_cols: list = field(default_factory=list)   # the columns flow_table shows
+    cdfs: list = field(default_factory=list)        # (condition, PNG): RPC latency CDFs
 
 
 def _png(fig) -> bytes:
@@ -105,8 +119,7 @@ def _timeline(samples: pd.DataFrame, flows: pd.DataFrame, run: pd.Series):
     for _, f in mine.iterrows():
         s = samples[(samples["run"] == run["run"]) & (samples["flow"] == f["flow"])]
         per_flow.append((f["start_s"], s["t_s"].to_numpy(), s["bytes"].to_numpy()))
-        impl = "" if f["impl"] == "port" or f["protocol"] == "udp" else f" ({f['impl']})"
-        labels.append(f"{f['flow']}: {f['variant']}{impl}")
+        labels.append(_flow_label(f))
     tl = M.throughput_timelines(per_flow, float(run["interval_s"]))
     fig, ax = plt.subplots(figsize=(7.5, 2.6))
     for i, label in enumerate(labels):
@@ -121,6 +134,60 @@ def _timeline(samples: pd.DataFrame, flows: pd.DataFrame, run: pd.Series):
     ax.legend(fontsize=7, ncol=min(4, len(labels) + 1), loc="upper right")
     ax.set_title(run["condition"], fontsize=8)
     return fig
+
+
+def _flow_table(flows: pd.DataFrame, have: pd.DataFrame, rpc: bool) -> tuple[pd.DataFrame, list]:
+    """One row per flow of each condition: the per-flow columns (and, with ``rpc``, the
+    RPC ones) as means over the condition's repetitions; the columns shown."""
+    cols = FLOW_TABLE_COLUMNS + (RPC_TABLE_COLUMNS if rpc else [])
+    mine = flows[flows["run"].isin(have["run"])].copy()
+    mine["condition"] = mine["run"].map(dict(zip(have["run"], have["condition"])))
+    mine["label"] = mine.apply(_flow_label, axis=1)
+    for c, *_ in cols:
+        if c not in mine.columns:
+            mine[c] = math.nan
+    table = (mine.groupby(["condition", "flow"], sort=False)
+             .agg(label=("label", "first"), n=("run", "size"), **{c: (c, "mean") for c, *_ in cols})
+             .reset_index())
+    return table, cols
+
+
+def _flow_label(f: pd.Series) -> str:
+    impl = "" if f["impl"] == "port" or f["protocol"] == "udp" else f" ({f['impl']})"
+    text = f"{f['flow']}: {f['variant']}{impl}"
+    if f["protocol"] == "rpc":
+        rate = f.get("rpc_rate_setting")
+        text += (f", RPC {_size(f['rpc_request_bytes'])}/{_size(f['rpc_response_bytes'])}"
+                 + (f" at {rate:g}/s" if rate is not None and np.isfinite(rate) else " back to back"))
+    return text
+
+
+def _size(nbytes: float) -> str:
+    for unit, div in (("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= div and nbytes % div == 0:
+            return f"{nbytes / div:g} {unit}"
+    return f"{nbytes:g} B"
+
+
+def _latency_cdf(flows: pd.DataFrame, run: pd.Series):
+    """The RPC flows' latency CDFs of one run (log time axis: the tail is the story)."""
+    mine = flows[(flows["run"] == run["run"]) & (flows["protocol"] == "rpc")].sort_values("flow")
+    fig, ax = plt.subplots(figsize=(5.5, 2.8))
+    for _, f in mine.iterrows():
+        lat = np.asarray(f["rpc_lat_cdf_us"] if f["rpc_lat_cdf_us"] is not None else [], dtype=float)
+        if lat.size:
+            ax.step(lat / 1e3, M.RPC_CDF_PROBS[:lat.size], where="post", lw=1.0, label=_flow_label(f))
+    ax.set_xscale("log")
+    ax.set_xlabel("RPC latency [ms]")
+    ax.set_ylabel("fraction of RPCs")
+    ax.set_ylim(0, 1.005)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(run["condition"], fontsize=8)
+    return fig
+
+
+def _cells(row: pd.Series, cols: list) -> list[str]:
+    return ["n/a" if not np.isfinite(row.get(c, math.nan)) else f.format(row[c] * s) for c, _, s, f in cols]
 
 
 def _bars(table: pd.DataFrame, factor: str, metric_col: str, heading: str, scale: float, hue: str | None):
@@ -216,6 +283,14 @@ def build(design: dict, campaign: str, backend: str, results: Path, *, include_f
             fig = _timeline(samples, flows, group.iloc[0])
             sec.timelines.append((f"{cond} (rep {int(group.iloc[0]['rep'])})", _png(fig)))
             sec.figures.append(fig)
+        wanted = set(crit.get("metrics", []))
+        if wanted & {"flow_throughput", "rpc_latency"} and not have.empty:
+            sec.flow_table, sec.flow_cols = _flow_table(flows, have, "rpc_latency" in wanted)
+        if "rpc_latency" in wanted:
+            for cond, group in have.sort_values("rep").groupby("condition", sort=False):
+                fig = _latency_cdf(flows, group.iloc[0])
+                sec.cdfs.append((f"{cond} (rep {int(group.iloc[0]['rep'])})", _png(fig)))
+                sec.figures.append(fig)
         sections.append(sec)
     env = runs.iloc[0] if not runs.empty else {}
     return {"design": design, "campaign": campaign, "backend": backend, "sections": sections,
@@ -243,6 +318,16 @@ def _table_html(sec: Section) -> str:
                 text += " &plusmn; " + fmt.format(sd * scale)
             cells.append(text)
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def _flow_table_html(sec: Section) -> str:
+    heads = ["condition", "flow", "n", *[h for _, h, _, _ in sec.flow_cols]]
+    rows = ["<tr>" + "".join(f"<td>{c}</td>" for c in [f"<code>{html.escape(str(r['condition']))}</code>",
+                                                         html.escape(str(r["label"])), str(int(r["n"])),
+                                                         *_cells(r, sec.flow_cols)]) + "</tr>"
+            for _, r in sec.flow_table.iterrows()]
     return ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
             + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
@@ -281,6 +366,11 @@ def render_html(content: dict) -> str:
                    f"({sec.n_ok} of {sec.n_expected} runs)</p>")
         out.append(_table_html(sec))
         out += [_img(png, title) for title, png in sec.bars]
+        if sec.flow_table is not None:
+            out.append("<h3>Per flow</h3>" + _flow_table_html(sec))
+        if sec.cdfs:
+            out.append("<h3>RPC latency</h3>")
+            out += [_img(png, title) for title, png in sec.cdfs]
         if sec.timelines:
             out.append("<h3>Throughput over time</h3>")
             out += [_img(png, title) for title, png in sec.timelines]
@@ -315,6 +405,20 @@ def render_pdf(content: dict, path: Path) -> None:
                 tab.set_fontsize(7)
                 tab.auto_set_column_width(list(range(len(heads))))
                 ax.set_title(f"{sec.name}: {sec.description}", fontsize=9, loc="left")
+                pdf.savefig(fig, bbox_inches="tight")
+                plt.close(fig)
+            if sec.flow_table is not None and not sec.flow_table.empty:
+                t = sec.flow_table
+                fig, ax = plt.subplots(figsize=(11.69, 0.5 + 0.3 * (len(t) + 2)))
+                ax.axis("off")
+                heads = ["condition", "flow", "n", *[h for _, h, _, _ in sec.flow_cols]]
+                cells = [[str(r["condition"]), str(r["label"]), str(int(r["n"])), *_cells(r, sec.flow_cols)]
+                         for _, r in t.iterrows()]
+                tab = ax.table(cellText=cells, colLabels=heads, loc="upper left", cellLoc="right")
+                tab.auto_set_font_size(False)
+                tab.set_fontsize(7)
+                tab.auto_set_column_width(list(range(len(heads))))
+                ax.set_title(f"{sec.name}: per flow", fontsize=9, loc="left")
                 pdf.savefig(fig, bbox_inches="tight")
                 plt.close(fig)
             for f in sec.figures:

@@ -18,6 +18,7 @@ SOURCES = {
     "tevbpf": HERE / "bpf" / "tevbpf.c",
     "tevdelay": HERE / "delayline" / "tevdelay.c",
     "libtevrcv.so": HERE / "receiver" / "tevrcv.c",
+    "tevrpc": HERE / "rpc" / "tevrpc.c",
 }
 INCLUDE = HERE / "include"  # headers shared by the BPF object and the helpers
 
@@ -28,6 +29,7 @@ class Artifacts:
     tevbpf: Path
     tevdelay: Path
     tevrcv: Path  # preloaded into the receivers' iperf3 servers (receiver/tevrcv.c)
+    tevrpc: Path  # request/response flows (rpc/tevrpc.c)
     hashes: dict  # artifact -> sha256 of its source and the shared headers
 
 
@@ -87,4 +89,4 @@ def ensure_built(log=None) -> Artifacts:
             os.replace(tmp, out)
             stamp.write_text(digest + "\n")
     return Artifacts(out_dir / "datapath.bpf.o", out_dir / "tevbpf", out_dir / "tevdelay",
-                     out_dir / "libtevrcv.so", hashes)
+                     out_dir / "libtevrcv.so", out_dir / "tevrpc", hashes)

@@ -535,7 +535,7 @@ def choose(cal: dict, *, flows: int, rtt_ms: float, rate_bps: float | None, sett
 
 def runs_ports(condition) -> bool:
     """Whether a condition runs a 3.16 port (whose hooks the host may skip)."""
-    return any(f.protocol == "tcp" and f.impl == "port" for f in condition.flows)
+    return any(f.protocol != "udp" and f.impl == "port" for f in condition.flows)
 
 
 def factor_for(cal: dict, condition, rate_bps: float | None, link: str | None = None) -> tuple[int, str, float]:

@@ -126,9 +126,9 @@ ALLOWED_CC_PATH = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 
 def load_flows(stack: contextlib.ExitStack, flows: list, hz: int, dilation: int = 1) -> list:
-    """Each TCP flow's algorithm loaded for the rest of ``stack`` (None for UDP flows)."""
+    """Each TCP (and RPC) flow's algorithm loaded for the rest of ``stack`` (None for UDP flows)."""
     return [stack.enter_context(loaded(flow.variant, flow.impl, hz, dilation=dilation, object_path=flow.object))
-            if flow.protocol == "tcp" else None for flow in flows]
+            if flow.protocol != "udp" else None for flow in flows]
 
 
 def set_namespace_defaults(topo, flows: list) -> None:

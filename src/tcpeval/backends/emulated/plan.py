@@ -96,7 +96,8 @@ def for_condition(condition, cal: dict, log) -> Plan:
     # the virtual path as a physical one (tcpeval.dilation): rate / k, times x k; the
     # buffer in bytes, the drop probability and the seed stay
     flows = [replace(f, start_s=f.start_s * k, stop_s=f.stop_s * k if f.stop_s is not None else None,
-                     rate_bps=f.rate_bps / k if f.rate_bps else f.rate_bps)
+                     rate_bps=f.rate_bps / k if f.rate_bps else f.rate_bps,
+                     rpcs_per_s=f.rpcs_per_s / k if f.rpcs_per_s else f.rpcs_per_s)
              for f in condition.flows]
     return Plan(rate_bps=rate / k, buffer_bytes=buffer, rtt_ms=condition.rtt_ms * k,
                 drop=condition.drop, seed=condition.seed, background_loss=condition.background_loss,

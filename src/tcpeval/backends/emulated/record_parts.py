@@ -278,7 +278,7 @@ def measured(run: Run, verdict: dict, achieved: float, steady: float, cpu: tuple
 def build(condition, run: Run, started_at: str) -> dict:
     """The run's trace record: every TCP flow's algorithm checked, the verdict, the parts."""
     for flow, fp, res in zip(run.plan.flows, run.flows, run.parsed):
-        if flow.protocol == "tcp":
+        if flow.protocol != "udp":
             record.check_verified_cc(fp.index, flow.variant, fp.kernel_name, res["verified"])
     achieved, steady = throughput(run)
     loaded = loaded_rtts(run)

@@ -244,7 +244,8 @@ class EmulatedBackend:
                 self._set_delay(run, stack, log)
                 run.handles = ccadapter.load_flows(stack, plan.flows, plan.hz, plan.dilation)
                 run.flows = traffic.flow_procs(plan, run.handles, run_dir, run.dumbbell.place,
-                                               topology.receiver_env(run.dumbbell.rwin, art.tevrcv))
+                                               topology.receiver_env(run.dumbbell.rwin, art.tevrcv),
+                                               tevrpc=art.tevrpc)
                 ccadapter.set_namespace_defaults(run.topo, run.flows)
                 run.settings = PathSettings(*record_parts.read_settings(run.topo))
                 traffic.start_servers(run.topo, run.flows, stack)

@@ -1,5 +1,7 @@
-"""iperf3 flows: servers on the receivers, clients on the senders, JSON parsed into the
-trace's columnar samples."""
+"""The flows: iperf3 (bulk TCP, UDP) with servers on the receivers and clients on the
+senders; tevrpc (request/response, rpc/tevrpc.c) with its server on the sender side, whose
+responses cross the bottleneck, and its client on the receiver side. Their JSON is parsed
+into the trace's columnar samples."""
 from __future__ import annotations
 
 import json
@@ -14,6 +16,7 @@ from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated import ccadapter, host, topology
 
 PORT = common.IPERF3_PORT
+RPC_PORT = 5301
 # The SYNs cross the drop stage too: five retransmissions (1 + 2 + 4 + 8 + 16 s) let a
 # connection through 30 % loss but for 0.3^6 (3 s, two, failed one of ten flows there).
 CONNECT_TIMEOUT_MS = "32000"
@@ -91,15 +94,74 @@ class FlowProc:
                 proc.wait()
 
 
-def wait_listening(topo: topology.Topology, pairs: list[int], timeout: float = 5.0) -> None:
+@dataclass
+class RpcProc(FlowProc):
+    """An RPC flow: ``tevrpc serve`` on the sender (its algorithm: the flow's, set on the
+    socket and read back), ``tevrpc call`` on the receiver; same life cycle as FlowProc."""
+    request_bytes: int = 0
+    response_bytes: int = 0
+    rpcs_per_s: float | None = None   # physical (a dilated run's rate / k)
+    tevrpc: Path | None = None
+
+    @property
+    def server_path(self) -> Path:
+        return self.out_path.with_suffix(".server.json")
+
+    def start_server(self, topo: topology.Topology) -> None:
+        args = [str(self.tevrpc), "serve", "--port", str(RPC_PORT), "--out", str(self.server_path),
+                "--interval", f"{self.interval_s:g}", "--cc", self.kernel_name]
+        self.server = host.spawn(_pinned(args, self.sender_cpu), ns=topo.ns(f"s{self.pair}"),
+                                 stdout=subprocess.DEVNULL,
+                                 stderr=open(self.err_path.with_suffix(".server.log"), "wb"))
+
+    def start_client(self, topo: topology.Topology) -> None:
+        args = [str(self.tevrpc), "call", "--connect", f"{topology.sender_ip(self.pair)}:{RPC_PORT}",
+                "--request", str(self.request_bytes), "--response", str(self.response_bytes),
+                "--duration", f"{self.duration_s:g}", "--interval", f"{self.interval_s:g}",
+                "--connect-timeout-ms", CONNECT_TIMEOUT_MS, "--out", str(self.out_path)]
+        if self.rpcs_per_s:
+            args += ["--rate", f"{self.rpcs_per_s:.9g}"]
+        # the receivers' window clamp, as iperf3's servers get it; not their reader
+        # wake-up threshold, which would hold a small response back from its reader
+        env = {k: v for k, v in (self.receiver_env or {}).items() if k != "TEVRCV_RCVLOWAT"}
+        if env:
+            args = ["env", *(f"{k}={v}" for k, v in env.items()), *args]
+        self.started_at = time.monotonic()
+        self.client = host.spawn(_pinned(args, self.receiver_cpu), ns=topo.ns(f"r{self.pair}"),
+                                 stdout=subprocess.DEVNULL, stderr=open(self.err_path, "wb"))
+
+    def wait_server(self, timeout_s: float = 5.0) -> None:
+        """The server writes its JSON once the client has closed the connection; one
+        still serving then is asked to write what it has (SIGTERM)."""
+        if self.server is None:
+            return
+        try:
+            self.server.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.server.terminate()
+            self.server.wait(timeout_s)
+
+
+def _pinned(args: list[str], cpu: int | None) -> list[str]:
+    """``args`` run on ``cpu`` (as iperf3 -A does) where one is given."""
+    return args if cpu is None else ["taskset", "-c", str(cpu), *args]
+
+
+def wait_listening(topo: topology.Topology, flows: list[FlowProc], timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
-    for pair in pairs:
+    for f in flows:
+        rpc = isinstance(f, RpcProc)
+        ns, port = (topo.ns(f"s{f.pair}"), RPC_PORT) if rpc else (topo.ns(f"r{f.pair}"), PORT)
         while True:
-            out = host.run(["ss", "-Hltn", f"sport = :{PORT}"], ns=topo.ns(f"r{pair}"), check=False)
+            out = host.run(["ss", "-Hltn", f"sport = :{port}"], ns=ns, check=False)
             if out.stdout.strip():
                 break
+            if f.server is not None and f.server.poll() is not None:
+                raise BackendError(f"flow {f.index}: {'tevrpc' if rpc else 'iperf3'} server "
+                                   f"{describe_exit(f.server)}; see {f.err_path.with_suffix('.server.log').name}")
             if time.monotonic() > deadline:
-                raise BackendError(f"iperf3 server on r{pair} is not listening after {timeout} s")
+                raise BackendError(f"{'tevrpc' if rpc else 'iperf3'} server on {ns.split('-', 1)[-1]} "
+                                   f"is not listening after {timeout} s")
             time.sleep(0.02)
 
 
@@ -111,6 +173,13 @@ def describe_exit(proc: subprocess.Popen) -> str:
 def parse(flow: FlowProc) -> dict:
     """Columnar samples and a summary from the client's JSON (and, for a flow interrupted
     early, the server's own: the client then has no receiver report)."""
+    if isinstance(flow, RpcProc):
+        flow.wait_server()
+        try:
+            client, server = (json.loads(p.read_text()) for p in (flow.out_path, flow.server_path))
+        except (OSError, json.JSONDecodeError) as err:
+            raise BackendError(f"flow {flow.index}: tevrpc JSON unreadable: {err}") from None
+        return parse_tevrpc(client, server, flow.index)
     try:
         data = json.loads(flow.out_path.read_text())
         if flow.interrupted:
@@ -118,6 +187,48 @@ def parse(flow: FlowProc) -> dict:
     except (OSError, json.JSONDecodeError) as err:
         raise BackendError(f"flow {flow.index}: iperf3 JSON {flow.out_path.name} unreadable: {err}") from None
     return common.parse_iperf3(data, flow.index, flow.protocol)
+
+
+def parse_tevrpc(client: dict, server: dict, index: int) -> dict:
+    """An RPC flow's samples (the client's received bytes per interval; the server's
+    window, RTT and retransmissions, matched by position) and its RPCs, in the shape
+    common.parse_iperf3 gives a TCP flow, plus ``rpc``."""
+    if client.get("tool") != "tevrpc" or server.get("tool") != "tevrpc":
+        raise BackendError(f"flow {index}: not tevrpc's JSON")
+    got, sent = client["intervals"], server["intervals"]
+    n = len(got["t_s"])
+    t_prev = [0.0, *got["t_s"][:-1]]
+
+    def server_column(key: str, cumulative: bool = False) -> list:
+        values = list(sent.get(key, []))[:n] + [None] * max(0, n - len(sent.get(key, [])))
+        if not cumulative:
+            return values
+        return [None if v is None else v - (values[i - 1] or 0) if i else v for i, v in enumerate(values)]
+
+    cols = {"t_s": [round(t, 6) for t in got["t_s"]], "bytes": list(got["bytes"]),
+            "throughput_bps": [8.0 * b / (t - t0) if t > t0 else 0.0
+                               for b, t, t0 in zip(got["bytes"], got["t_s"], t_prev)],
+            "sent_bytes": server_column("bytes_acked", cumulative=True),
+            "cwnd_bytes": server_column("cwnd_bytes"), "rtt_us": server_column("rtt_us"),
+            "retransmits": server_column("total_retrans", cumulative=True)}
+    span = got["t_s"][-1] if n else 0.0
+    end = server.get("end", {})
+    rtts = [v for v in sent.get("rtt_us", []) if v]
+    summary = {
+        "bytes": client["bytes_received"],
+        "mean_throughput_bps": 8.0 * client["bytes_received"] / span if span else 0.0,
+        "throughput_side": "receiver", "sent_bytes": server.get("bytes_sent"),
+        "retransmits": end.get("total_retrans"), "min_rtt_us": end.get("min_rtt_us"),
+        "mean_rtt_us": sum(rtts) / len(rtts) if rtts else None, "max_rtt_us": max(rtts, default=None),
+        "max_cwnd_bytes": max((v for v in sent.get("cwnd_bytes", []) if v), default=None),
+    }
+    rpc = {"request_bytes": client["request_bytes"], "response_bytes": client["response_bytes"],
+           "rpcs_per_s": client.get("rate_per_s"), "issued": client["issued"],
+           "completed": client["completed"], "unfinished": client.get("unfinished", 0),
+           "start_s": client["rpcs"]["start_s"], "latency_us": client["rpcs"]["latency_us"]}
+    return {"samples": cols, "summary": summary, "samples_side": "receiver",
+            "verified": server.get("cc_verified"), "receiver_cc": client.get("cc_verified"),
+            "iperf3_version": None, "rpc": rpc}
 
 
 def interrupted_report(client: dict, server: dict) -> dict:
@@ -138,16 +249,23 @@ def interrupted_report(client: dict, server: dict) -> dict:
     return out
 
 
-def flow_procs(plan, handles: list, run_dir: Path, place: dict, receiver_env: dict) -> list[FlowProc]:
-    """One iperf3 pair per flow of the (physical) plan, not yet started."""
-    return [FlowProc(index=i, kernel_name=handle.kernel_name if handle else None,
-                     protocol=flow.protocol, start_s=flow.start_s, stop_s=flow.stop_s,
-                     duration_s=flow.end_s(plan.duration_s) - flow.start_s, interval_s=plan.interval_s,
-                     rate_bps=flow.rate_bps, out_path=run_dir / f"iperf3-flow{i}.json",
-                     err_path=run_dir / f"iperf3-flow{i}.log",
-                     sender_cpu=place["sender_apps"][i], receiver_cpu=place["receiver_apps"][i],
-                     receiver_env=receiver_env)
-            for i, (flow, handle) in enumerate(zip(plan.flows, handles))]
+def flow_procs(plan, handles: list, run_dir: Path, place: dict, receiver_env: dict,
+               tevrpc: Path | None = None) -> list[FlowProc]:
+    """One iperf3 (or tevrpc) pair per flow of the (physical) plan, not yet started."""
+    procs = []
+    for i, (flow, handle) in enumerate(zip(plan.flows, handles)):
+        rpc = flow.protocol == "rpc"
+        tool = "tevrpc" if rpc else "iperf3"
+        common_args = dict(index=i, kernel_name=handle.kernel_name if handle else None,
+                           protocol=flow.protocol, start_s=flow.start_s, stop_s=flow.stop_s,
+                           duration_s=flow.end_s(plan.duration_s) - flow.start_s, interval_s=plan.interval_s,
+                           rate_bps=flow.rate_bps, out_path=run_dir / f"{tool}-flow{i}.json",
+                           err_path=run_dir / f"{tool}-flow{i}.log",
+                           sender_cpu=place["sender_apps"][i], receiver_cpu=place["receiver_apps"][i],
+                           receiver_env=receiver_env)
+        procs.append(RpcProc(**common_args, request_bytes=flow.request_bytes, response_bytes=flow.response_bytes,
+                             rpcs_per_s=flow.rpcs_per_s, tevrpc=tevrpc) if rpc else FlowProc(**common_args))
+    return procs
 
 
 def start_servers(topo: topology.Topology, flows: list[FlowProc], stack) -> None:
@@ -155,7 +273,7 @@ def start_servers(topo: topology.Topology, flows: list[FlowProc], stack) -> None
     for f in flows:
         stack.callback(f.stop)
         f.start_server(topo)
-    wait_listening(topo, [f.pair for f in flows])
+    wait_listening(topo, flows)
 
 
 # Flows end within common.FINISH_GRACE_S after the duration, plus this many RTTs (more
@@ -196,7 +314,8 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
         while pending and now >= t0 + pending[0].start_s and stopped_at is None:
             f = pending.pop(0)
             f.start_client(topo)
-            log(f"flow {f.index} started ({f.kernel_name or 'udp'}) at {now - t0:.2f} s")
+            log(f"flow {f.index} started ({f.kernel_name or 'udp'}{', rpc' if isinstance(f, RpcProc) else ''}) "
+                f"at {now - t0:.2f} s")
         for f in flows:
             check_socket_cc(f, topo, now, ss_first_look_s)
         if watch and stopped_at is None and watch.due(now - t0) and watch.check(now - t0):
@@ -258,7 +377,8 @@ def _check_alive(flows: list[FlowProc], delayer, allow_interrupted: bool = False
         for proc, end in ((f.client, "client"), (f.server, "server")):
             if proc is not None and proc.poll() is not None and proc.returncode != 0 \
                     and not (interrupted and proc.returncode == 1):
-                raise BackendError(f"flow {f.index}: iperf3 {end} {describe_exit(proc)}; "
+                raise BackendError(f"flow {f.index}: {'tevrpc' if isinstance(f, RpcProc) else 'iperf3'} {end} "
+                                   f"{describe_exit(proc)}; "
                                    f"see {f.err_path.name if end == 'client' else f.server_path.name}")
     if not delayer.alive():
         raise BackendError("the delay line died during the run; see delayline.log")

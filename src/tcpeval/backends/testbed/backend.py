@@ -144,6 +144,9 @@ class TestbedBackend:
                 f"(path.rtt_ms in {desc['_source']}); re-patch the rings and update it, or run "
                 "the conditions of this RTT first")
         for i, flow in enumerate(condition.flows):
+            if flow.protocol == "rpc":
+                raise ConditionError(f"condition.flows[{i}].protocol: RPC flows run on the emulated backend "
+                                     "only (the testbed's hosts run iperf3, not tevrpc)")
             if flow.protocol == "tcp" and flow.impl not in desc["cc_names"]:
                 raise ConditionError(f"condition.flows[{i}].impl: {flow.impl!r} is not set up on the testbed "
                                    f"(cc_names in {desc['_source']} has {', '.join(desc['cc_names'])}); "
