@@ -173,6 +173,9 @@ class Condition:
     interval_s: float = 0.1
     rate_bps: float | None = None
     buffer_bytes: int | None = None
+    # ECN at the bottleneck: ECN-capable frames that find this many bytes queued are marked
+    # CE (DCTCP's K); None: drop-tail only
+    ecn_threshold_bytes: int | None = None
     background_loss: float = 0.0
     hz: int = 250
     seed: int = 0
@@ -207,7 +210,9 @@ class Condition:
                   ("duration_s", self.duration_s > 0, "> 0 s"), ("interval_s", self.interval_s > 0, "> 0 s"),
                   ("background_loss", 0 <= self.background_loss <= 1, "in [0, 1]"), ("rep", self.rep >= 1, ">= 1"),
                   ("rate_bps", self.rate_bps is None or self.rate_bps > 0, "> 0 (or unset)"),
-                  ("buffer_bytes", self.buffer_bytes is None or self.buffer_bytes > 0, "> 0 (or unset)")]
+                  ("buffer_bytes", self.buffer_bytes is None or self.buffer_bytes > 0, "> 0 (or unset)"),
+                  ("ecn_threshold_bytes", self.ecn_threshold_bytes is None or self.ecn_threshold_bytes > 0,
+                   "> 0 (or unset)")]
         out += [f"{name}: {getattr(self, name)!r} is out of range; must be {rule}" for name, ok, rule in ranges
                 if not ok]
         for i, flow in enumerate(self.flows):
@@ -227,6 +232,8 @@ class Condition:
             out["factors"] = dict(self.factors)
         else:
             del out["factors"]
+        if self.ecn_threshold_bytes is None:  # drop-tail: as conditions were before ECN
+            del out["ecn_threshold_bytes"]
         if self.stop is None:
             del out["stop"]
         else:

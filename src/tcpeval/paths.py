@@ -14,7 +14,8 @@ implementation is not the 3.16 port, 'udp' for UDP cross traffic; an RPC flow ad
 '-rpc<response size>' and, at a set rate, '-r<RPCs per second>' (cubic-rpc10k,
 reno-native-rpc1m-r500). A factor segment
 appears for each grid key that varies within the criterion besides rtt_ms and drop:
-rate_bps as rate<R> (10G, 200M), buffer_bytes as buf<B> (100k, 65536), any other key as
+rate_bps as rate<R> (10G, 200M), buffer_bytes as buf<B> (100k, 65536),
+ecn_threshold_bytes as ecn<K> (30k), any other key as
 <key><value> (n_flows4, stop_at30).
 
 Numbers are written in one canonical form (RTT and factors: shortest decimal; drop: 0 or
@@ -47,7 +48,7 @@ _RUN_RE = re.compile(
     rf"(?P<backend>{'|'.join(BACKENDS)})/(?:(?P<design>[^/]+)/)?(?P<campaign>[^/]+)/(?P<criterion>[^/]+)/(?P<variants>[^/]+)/"
     rf"rtt(?P<rtt>[^/]+)/drop(?P<drop>[^/]+)(?P<factors>(?:/{_FACTOR})*)/rep(?P<rep>[^/]+)$")
 # Path labels of the factors the grammar names specially; any other key is its own label.
-FACTOR_LABELS = {"rate_bps": "rate", "buffer_bytes": "buf"}
+FACTOR_LABELS = {"rate_bps": "rate", "buffer_bytes": "buf", "ecn_threshold_bytes": "ecn"}
 _LABEL_KEYS = {v: k for k, v in FACTOR_LABELS.items()}
 
 # Snakemake wildcard constraints, kept beside the grammar they implement.
@@ -82,8 +83,8 @@ def format_factor(key: str, value: float) -> str:
     """One factor segment: rate_bps -> rate10G, buffer_bytes -> buf100k, key -> key<value>."""
     if key == "rate_bps":
         return "rate" + quantity.format_rate(value)
-    if key == "buffer_bytes":
-        return "buf" + quantity.format_size(value)
+    if key in ("buffer_bytes", "ecn_threshold_bytes"):
+        return FACTOR_LABELS[key] + quantity.format_size(value)
     return key + format_rtt(value)
 
 

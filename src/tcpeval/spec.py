@@ -33,12 +33,12 @@ from tcpeval.precision import StopRule
 from tcpeval.provenance import REPO_ROOT
 
 # Grid keys that set the condition rather than fill a flow template.
-CONDITION_KEYS = ("rtt_ms", "drop", "rate_bps", "buffer_bytes")
+CONDITION_KEYS = ("rtt_ms", "drop", "rate_bps", "buffer_bytes", "ecn_threshold_bytes")
 # Flow-template fields that take a number (or a "{grid-key}" placeholder for one).
 FLOW_NUMBERS = ("start_s", "start_fraction", "stop_s", "stop_fraction", "rate_bps", "count",
                 "request_bytes", "response_bytes", "rpcs_per_s")
 RPC_FIELDS = ("request_bytes", "response_bytes", "rpcs_per_s")
-RUN_SETTINGS = ("duration_s", "interval_s", "repetitions", "rate_bps", "buffer_bytes",
+RUN_SETTINGS = ("duration_s", "interval_s", "repetitions", "rate_bps", "buffer_bytes", "ecn_threshold_bytes",
                 "background_loss", "hz", "impl", "dilation", "stop")
 
 DEFAULT_DESIGN = REPO_ROOT / "config" / "design.yaml"
@@ -248,7 +248,8 @@ def _cross_field_problems(design: dict) -> list[str]:
 
 # Fields that hold a rate or a size, and how to read one written with a unit.
 _QUANTITIES = {"rate_bps": quantity.rate, "buffer_bytes": quantity.size, "link_bps": quantity.rate,
-               "request_bytes": quantity.size, "response_bytes": quantity.size}
+               "request_bytes": quantity.size, "response_bytes": quantity.size,
+               "ecn_threshold_bytes": quantity.size}
 
 
 def normalise_numbers(design: Any, source: str = "design") -> Any:
@@ -268,14 +269,14 @@ def normalise_numbers(design: Any, source: str = "design") -> Any:
         except quantity.QuantityError as err:
             problems.append(str(err))
 
-    def fix_fields(layer, where: str, keys=("rate_bps", "buffer_bytes")) -> None:
+    def fix_fields(layer, where: str, keys=("rate_bps", "buffer_bytes", "ecn_threshold_bytes")) -> None:
         for key in keys:
             if isinstance(layer, dict) and key in layer:
                 fix(layer, key, key, f"{where}/{key}")
 
     def fix_lists(mapping, where: str) -> None:
         """A grid's or a selection's lists of rates and sizes."""
-        for key in ("rate_bps", "buffer_bytes"):
+        for key in ("rate_bps", "buffer_bytes", "ecn_threshold_bytes"):
             values = mapping.get(key) if isinstance(mapping, dict) else None
             for i in range(len(values) if isinstance(values, list) else 0):
                 fix(values, i, key, f"{where}/{key}/{i}")
@@ -463,7 +464,7 @@ def varying_factors(crit: dict) -> list[str]:
     key (rate_bps, buffer_bytes, and keys the flows' numbers refer to) with more than one
     value. Variant-valued keys are named by the flows segment; rtt_ms and drop always are."""
     grid = crit["grid"]
-    keys = [k for k in ("rate_bps", "buffer_bytes") if k in grid] + _numeric_keys(grid)
+    keys = [k for k in ("rate_bps", "buffer_bytes", "ecn_threshold_bytes") if k in grid] + _numeric_keys(grid)
     return [k for k in grid if k in keys and len(grid[k]) > 1]
 
 
@@ -555,6 +556,7 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                     duration_s=duration, interval_s=float(settings["interval_s"]),
                     rate_bps=point.get("rate_bps", settings["rate_bps"]),
                     buffer_bytes=point.get("buffer_bytes", settings["buffer_bytes"]),
+                    ecn_threshold_bytes=point.get("ecn_threshold_bytes", settings["ecn_threshold_bytes"]),
                     background_loss=float(settings["background_loss"]), hz=int(settings["hz"]),
                     dilation=_dilation_setting(settings["dilation"]), stop=point_stop,
                     seed=_seed_for(campaign, crit.get("seed_from", name), variants, float(point["rtt_ms"]),
@@ -562,7 +564,7 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                     design=label, factors=factors,
                 )
                 path = paths.run_dir(cond)
-                identity = (cond.flows, cond.rate_bps, cond.buffer_bytes)
+                identity = (cond.flows, cond.rate_bps, cond.buffer_bytes, cond.ecn_threshold_bytes)
                 if path in seen:
                     if seen[path] == identity:
                         continue  # the same condition reached twice (e.g. reno then reno)

@@ -39,7 +39,7 @@ PEAK_FACTOR = 100
 
 
 def shape(topo: topology.Topology, rate_bps: float | None, buffer_bytes: int, dilation: int = 1,
-          link: str = "tbf", art=None) -> dict:
+          link: str = "tbf", art=None, ecn_threshold_bytes: int | None = None) -> dict:
     """Rate and buffer on the bottleneck (nothing for an unshaped calibration run, rate
     None); returns mechanisms.rate_detail. For ``tevlink`` this prepares the path (the
     senders' frames, the data taps); the delay line's process is the link (delay.py)."""
@@ -48,7 +48,9 @@ def shape(topo: topology.Topology, rate_bps: float | None, buffer_bytes: int, di
     sender_segs = topology.sender_gso_max_segs(rate_bps * dilation, WIRE_FRAME_BYTES)
     topo.cap_sender_frames(sender_segs)
     if link == "tevlink":
-        return engine_path(topo, art, rate_bps, buffer_bytes, sender_segs)
+        return engine_path(topo, art, rate_bps, buffer_bytes, sender_segs, ecn_threshold_bytes)
+    if ecn_threshold_bytes:
+        raise host.BackendError(f"ecn_threshold_bytes: ECN marking needs the link engine; the link is {link}")
     burst = max(2 * WIRE_FRAME_BYTES, int(rate_bps / 8 * TBF_BURST_S))
     # peak bucket of one wire frame: TBF then splits every TSO frame into wire packets as
     # it enqueues them, so the buffer fills and overflows packet by packet, like the
@@ -64,7 +66,8 @@ def shape(topo: topology.Topology, rate_bps: float | None, buffer_bytes: int, di
             "limit_bytes": limit, "sender_frame_segments": sender_segs}
 
 
-def engine_path(topo: topology.Topology, art, rate_bps: float, buffer_bytes: int, sender_segs: int) -> dict:
+def engine_path(topo: topology.Topology, art, rate_bps: float, buffer_bytes: int, sender_segs: int,
+                ecn_threshold_bytes: int | None = None) -> dict:
     """The data path through the link engine: the senders segment their TSO frames in
     software before their veth (GSO: the engine sees wire packets, one drop decision each),
     and the kernel's own copy of each data frame is discarded at the switch's sender ports
@@ -81,7 +84,11 @@ def engine_path(topo: topology.Topology, art, rate_bps: float, buffer_bytes: int
             "schedule": "departure = max(arrival, previous departure) + wire bytes / rate; "
                         "tail drop when the bytes queued before a frame plus the frame exceed the limit",
             "data_ports": [p.split("-", 1)[1] for p in topo.sender_ports()],
-            "checksums": "partial, carried in a virtio-net header (PACKET_VNET_HDR)"}
+            "checksums": "partial, carried in a virtio-net header (PACKET_VNET_HDR)",
+            **({"ecn_threshold_bytes": ecn_threshold_bytes,
+                "ecn": "an ECT(0)/ECT(1) frame that finds ecn_threshold_bytes or more queued before it is "
+                       "marked CE (IPv4 header checksum updated); a frame that is not ECN-capable is left "
+                       "to the tail drop"} if ecn_threshold_bytes else {})}
 
 
 def qdisc_stats(ns: str, dev: str) -> dict:

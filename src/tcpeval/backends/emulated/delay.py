@@ -146,6 +146,8 @@ class DelayLine:
                                 f"{t.mac(f's{i}', t.dev('ep'))},{t.mac('sw', t.dev(f's{i}'))}"]
         if self.link:
             args += ["--rate-bps", f"{self.link['rate_bps']:.0f}", "--buffer-bytes", self.link["limit_bytes"]]
+            if self.link.get("ecn_threshold_bytes"):
+                args += ["--ecn-threshold-bytes", self.link["ecn_threshold_bytes"]]
             for port in t.sender_ports():
                 args += ["--data-in", port]
             for i in range(1, t.pairs + 1):

@@ -39,6 +39,7 @@ class Plan:
     judged_at: int | None = None     # the factor whose tolerances the verdict applies, if
                                      # not `dilation` (a calibration point: calibrate.judged_at)
     stop: object = None              # a precision-driven run's rule (precision.StopRule), virtual
+    ecn_threshold_bytes: int | None = None  # ECN marking at the link (bytes queued), None: off
 
     @property
     def verdict_dilation(self) -> int:
@@ -64,7 +65,10 @@ def stack_settings(condition, dilation: int = 1) -> dict:
     if dilation > 1:
         # the kernel's minimum RTO is a constant the ports do not own: k x 200 ms
         scaled[RTO_MIN_SYSCTL] = str(RTO_MIN_US * dilation)
-    return {**common.PAPER_SYSCTLS, **common.STACK_316, **scaled, **(condition.stack or {})}
+    # with ECN at the bottleneck every endpoint asks for it and accepts it (RFC 3168), so a
+    # classic algorithm's flow sees the marks too (it reacts as to a loss); DCTCP asks anyway
+    ecn = {"net.ipv4.tcp_ecn": 1} if getattr(condition, "ecn_threshold_bytes", None) else {}
+    return {**common.PAPER_SYSCTLS, **common.STACK_316, **scaled, **ecn, **(condition.stack or {})}
 
 
 def bdp_buffer(rate_bps: float, rtt_ms: float) -> int:
@@ -84,10 +88,19 @@ def for_condition(condition, cal: dict, log) -> Plan:
         buffer = int(condition.buffer_bytes)
     # the link mechanism and factor from the host's faithful envelope (calibrate.py):
     # the smallest k with rate / k inside it at the physical RTT k x RTT
+    ecn = condition.ecn_threshold_bytes
+    if ecn and "tevlink" not in (cal.get("links") or ()):
+        raise ConditionError("condition.ecn_threshold_bytes: ECN marking needs the link engine (tevlink), "
+                             f"which this host's calibration did not measure (links: {cal.get('links')}); "
+                             "calibrate without $TCPEVAL_LINK")
     try:
-        k, link, capacity = calibrate.factor_for(cal, condition, rate)
+        # marks need the engine: TBF has no ECN (and fq_codel/red are not on every kernel)
+        k, link, capacity = calibrate.factor_for(cal, condition, rate, link="tevlink" if ecn else None)
     except dilation_mod.DilationError as err:
         raise ConditionError(f"condition.{err}") from None
+    if ecn and link != "tevlink":
+        raise ConditionError(f"condition.ecn_threshold_bytes: ECN marking needs the link engine (tevlink); "
+                             f"this run would take {link} ($TCPEVAL_LINK)")
     if k > 1:
         log(f"time dilation x{k}: {rate / 1e9:.3g} Gbps at {condition.rtt_ms} ms runs as "
             f"{rate / k / 1e9:.3g} Gbps at {condition.rtt_ms * k:g} ms for "
@@ -104,7 +117,7 @@ def for_condition(condition, cal: dict, log) -> Plan:
                 duration_s=condition.duration_s * k, interval_s=condition.interval_s * k,
                 flows=flows, stack=stack_settings(condition, k), hz=condition.hz,
                 host_capacity_bps=capacity, calibration=cal, rate_source=source, dilation=k,
-                link=link, stop=condition.stop)
+                link=link, stop=condition.stop, ecn_threshold_bytes=ecn)
 
 
 def for_calibration(condition, rtt_ms: float, duration_s: float, rate_bps: float | None,

@@ -263,6 +263,7 @@ def measured(run: Run, verdict: dict, achieved: float, steady: float, cpu: tuple
         "bottleneck_qdisc": {"before": run.traffic.before.qdisc, "after": run.traffic.after.qdisc},
         "cpu_busy": cpu[0], "cpu_stolen": cpu[1], "softnet_drops_host": run.traffic.after.softnet - run.traffic.before.softnet,
         "delay_line": run.delay.stats,
+        **({"ecn": ecn} if (ecn := ((run.delay.stats or {}).get("link") or {}).get("ecn")) else {}),
         "loaded_rtt": {"flows": loaded,
                        "bound_ms": fidelity.loaded_rtt_bound_ms(plan.rtt_ms, plan.buffer_bytes, plan.rate_bps,
                                                                 plan.verdict_dilation) if plan.rate_bps else None},

@@ -236,7 +236,7 @@ class EmulatedBackend:
             with contextlib.ExitStack() as stack:
                 run.dumbbell = self._build_dumbbell(run, stack, log)
                 run.rate_mech = bottleneck.shape(run.topo, plan.rate_bps, plan.buffer_bytes, plan.dilation,
-                                                 plan.link, art)
+                                                 plan.link, art, plan.ecn_threshold_bytes)
                 if run.rate_mech["mechanism"] == "tevlink":  # the data never reach the redirect
                     run.dumbbell.switch["data_path"] = (f"{' '.join(run.topo.sender_ports())} ingress -> "
                                                         f"link engine -> {' '.join(run.topo.ack_ports())} egress")

@@ -9,6 +9,8 @@
  *   tevdelay echo PORT
  *   tevdelay probe IPv4 PORT COUNT INTERVAL_US
  *   tevdelay marktest HEXFRAME ...    the segment mark on frames of one route -> each frame, in hex
+ *   tevdelay ecntest K BACKLOG HEXFRAME ...   the link's ECN decision on frames finding BACKLOG
+ *                                             bytes queued -> each frame, in hex
  *
  * Why this design (kernel without sch_netem/sch_fq/etf): the delay sits on the reverse
  * (ACK) path, where packets are few and small. Each input port has an AF_PACKET
@@ -30,6 +32,11 @@
  * late release delays a frame but never the ones behind it: the link loses no capacity to
  * wake-ups. The engine then never sleeps (it spins on its own CPU for the whole run), so
  * it needs no timer per packet, which is what a qdisc's watchdog costs in a VM.
+ *
+ * With --ecn-threshold-bytes K the link marks instead of waiting to drop, as a data-centre
+ * switch does for DCTCP: an ECN-capable frame (ECT(0)/ECT(1)) that finds K bytes or more
+ * queued before it is admitted with CE set; one that is not ECN-capable is left to the tail
+ * drop. Marks and drops see the same queue: the bytes still to be sent at arrival.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -275,6 +282,56 @@ struct pending {
 	double depart; /* ns since the engine's epoch (a double keeps sub-ns steps exact) */
 };
 
+/* ECN marking at the link (--ecn-threshold-bytes); threshold 0: off */
+struct ecn {
+	int64_t threshold;
+	uint64_t ect, marked, marked_bytes, ce_on_arrival, not_ect_over;
+	int64_t min_marked_backlog; /* the least backlog a marked frame found (INT64_MAX: none) */
+	int64_t max_unmarked_backlog; /* the most an ECN-capable frame found and passed unmarked (-1: none) */
+};
+
+/* CE into an IPv4 header, its checksum updated incrementally (RFC 1624: HC' = ~(~HC + ~m +
+ * m')). The TCP checksum does not cover the TOS byte: a partial one stays valid. */
+static void set_ce(uint8_t *ip)
+{
+	uint16_t before = (uint16_t)(ip[0] << 8 | ip[1]);
+	ip[1] |= 0x03;
+	uint16_t after = (uint16_t)(ip[0] << 8 | ip[1]);
+	uint32_t sum = (uint16_t)~(ip[10] << 8 | ip[11]);
+	sum += (uint16_t)~before;
+	sum += after;
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	uint16_t check = (uint16_t)~sum;
+	ip[10] = (uint8_t)(check >> 8);
+	ip[11] = (uint8_t)check;
+}
+
+/* The link's ECN decision on an IPv4 frame admitted behind `backlog` bytes. */
+static void ecn_at_link(struct ecn *e, uint8_t *eth, unsigned snaplen, unsigned len, int64_t backlog)
+{
+	uint8_t *ip = eth + 14;
+	if (e->threshold <= 0 || snaplen < 14 + 20 || ip[0] >> 4 != 4)
+		return;
+	int field = ip[1] & 0x03;
+	if (field == 0x03) {
+		e->ce_on_arrival++;
+	} else if (field) {
+		e->ect++;
+		if (backlog >= e->threshold) {
+			set_ce(ip);
+			e->marked++;
+			e->marked_bytes += len;
+			if (backlog < e->min_marked_backlog)
+				e->min_marked_backlog = backlog;
+		} else if (backlog > e->max_unmarked_backlog) {
+			e->max_unmarked_backlog = backlog;
+		}
+	} else if (backlog >= e->threshold) {
+		e->not_ect_over++;
+	}
+}
+
 struct link {
 	int on;
 	double rate_bps, ns_per_byte;
@@ -297,8 +354,9 @@ struct link {
 	const int64_t *held_ns;
 	const double *held_ms;
 	uint64_t held_count[MAX_HELD];
-	uint64_t held_beyond_stalls[MAX_HELD]; /* ... less the part a host stall explains */
+	uint64_t held_beyond_stalls[MAX_HELD]; /* ... less what a host stall excuses */
 	const struct stalls *stalls;
+	struct ecn ecn;
 };
 
 /* A frame's wall-clock arrival, the tap's stamp. One that is not a wall-clock stamp (e.g.
@@ -428,6 +486,7 @@ static int link_admit(struct link *L, int64_t real)
 		}
 		if (backlog > L->max_backlog)
 			L->max_backlog = backlog;
+		ecn_at_link(&L->ecn, eth, h->tp_snaplen, h->tp_len, backlog);
 		double start = wait > 0 ? L->last_depart : arrival;
 		L->last_depart = start + (double)h->tp_len * L->ns_per_byte;
 		L->fifo[L->tail++ & (LINK_FIFO - 1)] = (struct pending){h, rt, L->last_depart};
@@ -513,6 +572,20 @@ static void link_stats(FILE *f, struct link *L, int watch_stalls)
 	held_stats(f, "late_ge_ms", L->nheld, L->held_ms, L->held_count);
 	if (watch_stalls)
 		held_stats(f, "late_ge_ms_beyond_stalls", L->nheld, L->held_ms, L->held_beyond_stalls);
+	const struct ecn *e = &L->ecn;
+	if (e->threshold > 0) {
+		fprintf(f, ",\"ecn\":{\"threshold_bytes\":%" PRId64 ",\"ect_frames\":%" PRIu64 ",\"ce_marked\":%" PRIu64
+			   ",\"ce_marked_bytes\":%" PRIu64 ",\"ce_on_arrival\":%" PRIu64 ",\"not_ect_over_threshold\":%" PRIu64,
+			e->threshold, e->ect, e->marked, e->marked_bytes, e->ce_on_arrival, e->not_ect_over);
+		if (e->marked)
+			fprintf(f, ",\"min_marked_backlog_bytes\":%" PRId64, e->min_marked_backlog);
+		else
+			fprintf(f, ",\"min_marked_backlog_bytes\":null");
+		if (e->max_unmarked_backlog >= 0)
+			fprintf(f, ",\"max_unmarked_ect_backlog_bytes\":%" PRId64 "}", e->max_unmarked_backlog);
+		else
+			fprintf(f, ",\"max_unmarked_ect_backlog_bytes\":null}");
+	}
 	fprintf(f, "}");
 }
 
@@ -626,6 +699,8 @@ static int cmd_line(int argc, char **argv)
 			L.rate_bps = strtod(v, NULL);
 		else if (!strcmp(a, "--buffer-bytes"))
 			L.buffer_bytes = strtoll(v, NULL, 0);
+		else if (!strcmp(a, "--ecn-threshold-bytes"))
+			L.ecn.threshold = strtoll(v, NULL, 0);
 		else
 			goto usage;
 		i++;
@@ -643,6 +718,12 @@ static int cmd_line(int argc, char **argv)
 		fprintf(stderr, "tevdelay: --rate-bps needs --buffer-bytes > 0, --data-in and --data-route\n");
 		return 2;
 	}
+	if (L.ecn.threshold < 0 || (L.ecn.threshold > 0 && !L.on)) {
+		fprintf(stderr, "tevdelay: --ecn-threshold-bytes needs a value > 0 and the link (--rate-bps)\n");
+		return 2;
+	}
+	L.ecn.min_marked_backlog = INT64_MAX;
+	L.ecn.max_unmarked_backlog = -1;
 	if (L.on) {
 		uint64_t frames = (uint64_t)L.buffer_bytes / DATA_MIN_FRAME + DATA_RING_SPARE;
 		unsigned blocks = (unsigned)((frames * FRAME_SIZE + BLOCK_SIZE - 1) / BLOCK_SIZE);
@@ -896,7 +977,7 @@ static int cmd_line(int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: tevdelay line --delay-ns D [--quantum-ns Q] [--release batch|each] [--held-ms MS,...] [--stats FILE] [--stall-watch] "
 			"--in IF [...] --route IP=IF,DSTMAC,SRCMAC [...] [--rate-bps R --buffer-bytes B "
-			"--data-in IF [...] --data-route IP=IF,DSTMAC,SRCMAC [...]]\n");
+			"--data-in IF [...] --data-route IP=IF,DSTMAC,SRCMAC [...] [--ecn-threshold-bytes K]]\n");
 	return 2;
 }
 
@@ -1009,6 +1090,35 @@ static int cmd_marktest(int argc, char **argv)
 	return 0;
 }
 
+/* tevdelay ecntest K BACKLOG HEXFRAME...: the link's ECN decision (ecn_at_link) on each
+ * frame as if it found BACKLOG bytes queued, printed back in hex (tests pin the threshold
+ * and the header checksum on it). */
+static int cmd_ecntest(int argc, char **argv)
+{
+	if (argc < 5)
+		return 2;
+	struct ecn e = {.threshold = strtoll(argv[2], NULL, 0), .min_marked_backlog = INT64_MAX,
+			.max_unmarked_backlog = -1};
+	int64_t backlog = strtoll(argv[3], NULL, 0);
+	for (int a = 4; a < argc; a++) {
+		uint8_t f[256] = {0};
+		size_t n = 0;
+		if (strlen(argv[a]) % 2 || strlen(argv[a]) / 2 > sizeof(f) || strlen(argv[a]) < 68)
+			return 2;
+		for (const char *h = argv[a]; *h; h += 2) {
+			unsigned v;
+			if (sscanf(h, "%2x", &v) != 1)
+				return 2;
+			f[n++] = (uint8_t)v;
+		}
+		ecn_at_link(&e, f, (unsigned)n, (unsigned)n, backlog);
+		for (size_t i = 0; i < n; i++)
+			printf("%02x", f[i]);
+		printf("\n");
+	}
+	return 0;
+}
+
 /* tevdelay awake CPU: keep one vCPU from halting while a run lasts. In a VM an idle vCPU
  * halts and the hypervisor may give its core away; the timer or packet that should wake
  * it then waits for the host (the project's VM: base RTTs of 1-1.5 ms at a 0.2 ms setting,
@@ -1067,6 +1177,8 @@ int main(int argc, char **argv)
 		return cmd_probe(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "marktest"))
 		return cmd_marktest(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "ecntest"))
+		return cmd_ecntest(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "awake"))
 		return cmd_awake(argc, argv);
 	fprintf(stderr, "usage: tevdelay line|echo|probe|awake ...\n");

@@ -1,0 +1,74 @@
+"""ECN at the link engine (tevdelay.c, --ecn-threshold-bytes K): an ECN-capable frame that
+finds K bytes or more queued leaves with CE and a valid header checksum; below K, or a
+frame that is not ECN-capable, leaves as it came."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from test_segment_mark import frame, ip_checksum
+
+NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3
+K = 30_000
+
+
+def decide(art, backlog: int, frames: list[bytes], threshold: int = K) -> list[bytes]:
+    out = subprocess.run([str(art.tevdelay), "ecntest", str(threshold), str(backlog), *(f.hex() for f in frames)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return [bytes.fromhex(x) for x in out]
+
+
+@pytest.mark.parametrize("ect", [ECT0, ECT1])
+def test_marks_start_at_the_threshold_not_before(art, ect):
+    tos = 0x20 | ect  # a DSCP beside the ECN field, which must survive
+    sent = frame(tos, 7)
+    below, at, above = (decide(art, b, [sent])[0] for b in (K - 1, K, 10 * K))
+    assert below == sent
+    for marked in (at, above):
+        assert marked[15] == 0x20 | CE
+        assert ip_checksum(marked[14:34]) == 0  # the header still sums to zero
+        assert marked[:15] + marked[16:24] + marked[26:] == sent[:15] + sent[16:24] + sent[26:]
+
+
+def test_a_frame_that_is_not_ecn_capable_is_left_to_the_tail_drop(art):
+    sent = frame(0x20 | NOT_ECT, 9)
+    assert decide(art, 10 * K, [sent]) == [sent]
+
+
+def test_a_frame_already_ce_stays_as_it_is(art):
+    sent = frame(CE, 11)
+    assert decide(art, 10 * K, [sent]) == [sent]
+
+
+def test_a_threshold_of_zero_marks_nothing(art):
+    sent = frame(ECT0, 13)
+    assert decide(art, 10 * K, [sent], threshold=0) == [sent]
+
+
+@pytest.mark.root
+def test_a_run_with_ecn_marks_at_k_and_the_flow_backs_off_before_the_buffer_fills(backend, tmp_path, rate_on):
+    from dataclasses import replace
+
+    from emulated_helpers import nothing_left, run_id_of
+
+    from tcpeval import trace
+    from tcpeval.spec import adhoc_condition
+
+    buffer_bytes = 250_000
+    cond = replace(adhoc_condition(["reno"], 10.0, 0.0, 6.0, impl="native", rate_bps=rate_on("tevlink", 10.0),
+                                   buffer_bytes=buffer_bytes, seed=3, dilation=1),
+                   ecn_threshold_bytes=K)
+    record = backend.run(cond, tmp_path)
+    on_disk = trace.read_trace(tmp_path)
+    assert on_disk["condition"]["ecn_threshold_bytes"] == K
+    assert on_disk["mechanisms"]["rate_detail"]["ecn_threshold_bytes"] == K
+    ecn = on_disk["measured"]["ecn"]
+    assert ecn["threshold_bytes"] == K and ecn["ce_marked"] > 0
+    # marks start at K, not before: every marked frame found >= K queued, every unmarked one less
+    assert ecn["min_marked_backlog_bytes"] >= K > ecn["max_unmarked_ect_backlog_bytes"]
+    assert ecn["not_ect_over_threshold"] == 0  # the flow's data is ECN-capable: both ends asked for ECN
+    # Reno reacts to the echoed marks (RFC 3168) long before a 250 kB buffer overflows
+    link = on_disk["measured"]["delay_line"]["link"]
+    assert link["tail_drops"] == 0 and link["max_backlog_bytes"] < buffer_bytes / 2
+    assert record["environment"]["sysctls"]["endpoints"]["s1"]["net.ipv4.tcp_ecn"] in (1, "1")
+    assert nothing_left(run_id_of(tmp_path))
