@@ -15,6 +15,9 @@
  * cc_usecs_to_jiffies(), cc_div64(), the CC_CWND/CC_SET_CWND macros, CC_PARAM/CC_NOTE,
  * CC_CB and CC_OPS, the 3.16 helpers below (cc316_*, incl. the Vegas RTT accounting),
  * and the host-fault guard (CC_GUARD, cc316_guard_*; see the end of this file).
+ * An algorithm that uses ECN (none of the 3.16 ports does) also has the ECN part below
+ * (CC_CONG_NEEDS_ECN for CC_OPS's .flags, CC_ECN_*, CC_ACK_PENDING, cc_send_ack(),
+ * cc_ecn_dontxmit()); one that is not a 3.16 port defines CC_DESCRIPTION before CC_OPS.
  */
 #ifndef CC316_H
 #define CC316_H
@@ -74,10 +77,16 @@ MODULE_PARM_DESC(cc_dilation, "time-dilation factor k: the algorithm's clocks ru
 	module_init(var##_register);                                       \
 	module_exit(var##_unregister);                                     \
 	MODULE_LICENSE("GPL");                                             \
-	MODULE_DESCRIPTION("tcpeval: Linux 3.16 " #var " port")
+	CC_MODULE_DESCRIPTION(var)
 #define CC_FN(f) (f)
 #define CC_STATIC_ASSERT(c, m) _Static_assert(c, m)
 typedef u64 cc_u64;
+/* A source that is not a 3.16 port says what it is (#define CC_DESCRIPTION "..."). */
+#ifdef CC_DESCRIPTION
+#define CC_MODULE_DESCRIPTION(var) MODULE_DESCRIPTION(CC_DESCRIPTION)
+#else
+#define CC_MODULE_DESCRIPTION(var) MODULE_DESCRIPTION("tcpeval: Linux 3.16 " #var " port")
+#endif
 
 #elif defined(CC_TARGET_HOST)
 
@@ -98,6 +107,8 @@ enum { TCP_CA_Open = 0, TCP_CA_Disorder = 1, TCP_CA_CWR = 2, TCP_CA_Recovery = 3
 enum tcp_ca_event { CA_EVENT_TX_START = 0, CA_EVENT_CWND_RESTART = 1, CA_EVENT_COMPLETE_CWR = 2,
 		    CA_EVENT_LOSS = 3, CA_EVENT_ECN_NO_CE = 4, CA_EVENT_ECN_IS_CE = 5 };
 enum { CA_ACK_SLOWPATH = 1 << 0, CA_ACK_WIN_UPDATE = 1 << 1, CA_ACK_ECE = 1 << 2 };
+enum { ICSK_ACK_SCHED = 1, ICSK_ACK_TIMER = 2, ICSK_ACK_PUSHED = 4, ICSK_ACK_PUSHED2 = 8,
+       ICSK_ACK_NOW = 16 };
 
 struct tcp_options_received {
 	u32 rcv_tsval; /* the peer's timestamp of the segment being processed */
@@ -131,6 +142,19 @@ struct inet_connection_sock {
 	u32 sacked_out;   /* of packets_out: SACKed, */
 	u32 lost_out;     /* marked lost, */
 	u32 retrans_out;  /* and retransmitted (tcp_packets_in_flight) */
+	/* ECN and the receiving side (dctcp_tev; no 3.16 port reads them) */
+	u32 rcv_nxt;      /* the next sequence number the receiver expects (bytes) */
+	u8 ecn_flags;     /* CC_ECN_*: negotiated, echo CE (ECE on our ACKs) */
+	u8 _pad2[3];
+	struct {
+		u8 pending; /* ICSK_ACK_*: a delayed ACK is scheduled (TIMER), send one now (NOW) */
+		u8 _pad[3];
+	} icsk_ack;
+	/* the host's record of the immediate ACKs a hook sent (cc_send_ack) */
+	u32 host_acks_sent;
+	u32 host_ack_rcv_nxt;   /* the last one's acknowledgement number */
+	u8 host_ack_ecn_flags;  /* ecn_flags when it was sent (DEMAND_CWR: it carried ECE) */
+	u8 _pad3[3];
 };
 #define tcp_sock inet_connection_sock
 struct sock;
@@ -149,6 +173,7 @@ struct cc_host_ops {
 	void (*cwnd_event)(struct sock *, enum tcp_ca_event);
 	void (*in_ack_event)(struct sock *, u32);
 	const char *name;
+	u32 flags; /* TCP_CONG_* (CC_CONG_NEEDS_ECN) */
 };
 unsigned int cc_hz = 250;
 unsigned int cc_dilation = 1;
@@ -284,6 +309,62 @@ CC_INLINE u32 cc_msecs_to_jiffies(u32 ms)
 CC_INLINE u32 cc_usecs_to_jiffies(u32 us)
 {
 	return (u32)cc_div64((cc_u64)us * cc_hz + 999999, 1000000);
+}
+
+/* ------------------------------------------------------------------------ ECN */
+/*
+ * For an algorithm that uses ECN (dctcp_tev); no 3.16 port uses any of this.
+ *
+ * CC_CONG_NEEDS_ECN, in CC_OPS's .flags (tcp_congestion_ops.flags): the stack asks for
+ * ECN in the handshake whatever net.ipv4.tcp_ecn says and sends ECT(0); on the receiving
+ * side it tells the algorithm each data segment's CE codepoint (cwnd_event
+ * CA_EVENT_ECN_IS_CE / CA_EVENT_ECN_NO_CE: only to algorithms with this flag); an ACK
+ * with ECE reaches in_ack_event with CA_ACK_ECE, and the stack enters CWR on it (one
+ * ssthresh() per window of data).
+ * CC_ECN_OK, CC_ECN_DEMAND_CWR: bits of tp->ecn_flags (ECN negotiated; our ACKs carry
+ * ECE), the kernel's TCP_ECN_OK / TCP_ECN_DEMAND_CWR values (newer kernels name the first
+ * TCP_ECN_MODE_RFC3168; vmlinux.h has neither, they are #defines).
+ * CC_ACK_PENDING(sk): icsk_ack.pending (ICSK_ACK_TIMER: a delayed ACK is scheduled;
+ * ICSK_ACK_NOW set: the stack ACKs the segment it is processing at once).
+ * cc_send_ack(sk, rcv_nxt): an ACK of rcv_nxt, sent now (the kernel's __tcp_send_ack;
+ * BPF: the bpf_tcp_send_ack() helper tcp_congestion_ops programs are given for this).
+ * cc_ecn_dontxmit(sk): stop sending ECT (INET_ECN_dontxmit) -- kernel module only.
+ * BPF struct_ops may write tp->ecn_flags and icsk_ack.pending (bpf_tcp_ca.c allows both),
+ * but not the socket's TOS byte, and setsockopt(IP_TOS) keeps a TCP socket's ECN bits.
+ */
+#define CC_ECN_OK 0x1
+#define CC_ECN_DEMAND_CWR 0x4
+#if defined(CC_TARGET_KMOD)
+#define CC_CONG_NEEDS_ECN TCP_CONG_NEEDS_ECN
+#else
+#define CC_CONG_NEEDS_ECN 0x2
+#endif
+#define CC_ACK_PENDING(sk) (((struct inet_connection_sock *)(sk))->icsk_ack.pending)
+
+CC_INLINE void cc_send_ack(struct sock *sk, u32 rcv_nxt)
+{
+#if defined(CC_TARGET_BPF)
+	bpf_tcp_send_ack(sk, rcv_nxt);
+#elif defined(CC_TARGET_KMOD)
+	__tcp_send_ack(sk, rcv_nxt);
+#else
+	struct tcp_sock *tp = cc_tp(sk);
+
+	tp->host_acks_sent++;
+	tp->host_ack_rcv_nxt = rcv_nxt;
+	tp->host_ack_ecn_flags = tp->ecn_flags;
+#endif
+}
+
+/* Returns whether the segments stopped carrying ECT (0: this target cannot do it). */
+CC_INLINE int cc_ecn_dontxmit(struct sock *sk)
+{
+#if defined(CC_TARGET_KMOD)
+	INET_ECN_dontxmit(sk);
+	return 1;
+#else
+	return 0;
+#endif
 }
 
 /* ----------------------------------------------------- 3.16 shared behaviour */

@@ -6,13 +6,18 @@ import ctypes as C
 from functools import lru_cache
 from pathlib import Path
 
+from tcpeval.cc._common import EXTRA_KERNEL_NAMES
 from tcpeval.cc._guard import FIELDS as GUARD_FIELDS
 
 INFINITE_SSTHRESH = 0x7FFFFFFF
 OPEN, DISORDER, CWR, RECOVERY, LOSS = range(5)
 # enum tcp_ca_event and tcp_ca_ack_event_flags (6.x)
-TX_START, CWND_RESTART, COMPLETE_CWR, EV_LOSS = range(4)
-ACK_SLOWPATH, ACK_WIN_UPDATE = 1, 2
+TX_START, CWND_RESTART, COMPLETE_CWR, EV_LOSS, ECN_NO_CE, ECN_IS_CE = range(6)
+ACK_SLOWPATH, ACK_WIN_UPDATE, ACK_ECE = 1, 2, 4
+# tp->ecn_flags (TCP_ECN_OK, TCP_ECN_DEMAND_CWR), icsk_ack.pending (ICSK_ACK_TIMER, _NOW)
+ECN_OK, ECN_DEMAND_CWR = 1, 4
+ICSK_ACK_TIMER, ICSK_ACK_NOW = 2, 16
+TCP_CONG_NEEDS_ECN = 2
 MSS = 1448
 
 
@@ -28,7 +33,13 @@ class Sock(C.Structure):  # mirrors the host struct in cc/include/cc316.h
                 ("mss_cache", C.c_uint32), ("packets_out", C.c_uint32),
                 ("rcv_tsval", C.c_uint32), ("rcv_tsecr", C.c_uint32),  # rx_opt
                 ("segs_out", C.c_uint32), ("sacked_out", C.c_uint32), ("lost_out", C.c_uint32),
-                ("retrans_out", C.c_uint32)]
+                ("retrans_out", C.c_uint32),
+                # ECN and the receiving side (dctcp_tev)
+                ("rcv_nxt", C.c_uint32), ("ecn_flags", C.c_uint8), ("_pad2", C.c_uint8 * 3),
+                ("icsk_ack_pending", C.c_uint8), ("_pad_ack", C.c_uint8 * 3),
+                # the host's record of the immediate ACKs a hook sent (cc_send_ack)
+                ("host_acks_sent", C.c_uint32), ("host_ack_rcv_nxt", C.c_uint32),
+                ("host_ack_ecn_flags", C.c_uint8), ("_pad3", C.c_uint8 * 3)]
 
 
 class GuardStats(C.Structure):  # cc316_guard_stats in cc/include/cc316.h: its u64s in the
@@ -57,22 +68,28 @@ class Ops(C.Structure):
                 ("init", C.CFUNCTYPE(None, SK)),
                 ("cwnd_event", C.CFUNCTYPE(None, SK, C.c_int)),
                 ("in_ack_event", C.CFUNCTYPE(None, SK, C.c_uint32)),
-                ("name", C.c_char_p)]
+                ("name", C.c_char_p),
+                ("flags", C.c_uint32)]
 
 
 @lru_cache(maxsize=None)
 def library(build_dir: Path, variant: str):
-    lib = C.CDLL(str(Path(build_dir) / "host" / f"lib{variant}316.so"))
+    """lib<variant>316.so (lib<name>.so for an algorithm beyond 3.16: EXTRA_KERNEL_NAMES)."""
+    stem = EXTRA_KERNEL_NAMES.get(variant, f"{variant}316")
+    lib = C.CDLL(str(Path(build_dir) / "host" / f"lib{stem}.so"))
     lib.cc_host_sock_size.restype = C.c_size_t
     assert lib.cc_host_sock_size() == C.sizeof(Sock), "host struct layout mismatch"
     return lib
 
 
 class Sim:
-    """One connection. Time in microseconds; sequence numbers count packets."""
+    """One connection. Time in microseconds; sequence numbers count packets (snd_una: bytes,
+    as the kernel's), or with ``seq_bytes`` bytes like the kernel's, snd_nxt and the ACK's
+    sequence number too (an algorithm that compares snd_nxt with snd_una: dctcp_tev).
+    With ``ecn`` the connection negotiated ECN (tp->ecn_flags TCP_ECN_OK, before init)."""
 
     def __init__(self, build_dir, variant, hz=250, cwnd=10, ssthresh=INFINITE_SSTHRESH,
-                 now_us=10_000_000, dilation=1, srtt_us=0):
+                 now_us=10_000_000, dilation=1, srtt_us=0, ecn=False, seq_bytes=False):
         self.lib = library(build_dir, variant)
         C.c_uint.in_dll(self.lib, "cc_hz").value = hz
         C.c_uint.in_dll(self.lib, "cc_dilation").value = dilation
@@ -85,7 +102,11 @@ class Sim:
         s.mss_cache = MSS
         s.srtt_us = srtt_us << 3  # the handshake's RTT sample, if any (6.x: 8 x srtt)
         self.una = 0
-        s.snd_nxt = cwnd
+        self.seq = MSS if seq_bytes else 1  # snd_nxt's unit
+        s.snd_nxt = cwnd * self.seq
+        s.ecn_flags = ECN_OK if ecn else 0
+        self.cwr = None  # a CWR this Sim entered on ECE: [high_seq, prr_delivered, prr_out]
+        self.cwr_entries = 0
         self.ops.init(self.p)
 
     def param(self, name):
@@ -102,29 +123,83 @@ class Sim:
     def ca(self, ctype):
         return ctype.from_buffer(self.sk.icsk_ca_priv)
 
-    def ack(self, pkts=1, rtt_us=-1, dt_us=0, slow=False):
+    @property
+    def nxt(self) -> int:
+        """snd_nxt in packets (in bytes, snd_nxt wraps at 2^32: taken relative to una)."""
+        if self.seq == 1:
+            return self.sk.snd_nxt
+        d = (self.sk.snd_nxt - self.una * self.seq) & 0xFFFFFFFF
+        return self.una + (d - (1 << 32) if d >= 1 << 31 else d) // self.seq
+
+    def ack(self, pkts=1, rtt_us=-1, dt_us=0, slow=False, ece=False):
         """One ACK for `pkts` packets (6.x order): the RTT estimator, in_ack_event (fast
-        path, or with `slow` the slow path), pkts_acked, then cong_avoid (in every state
-        but CWR and Recovery, Loss included)."""
+        path, or with `slow` the slow path; with `ece` the slow path with CA_ACK_ECE),
+        pkts_acked, then cong_avoid (in every state but CWR and Recovery, Loss included).
+        With `ece`, and while a CWR it entered lasts, what 6.x tcp_fastretrans_alert does
+        between the two: the end of the CWR once snd_una is past high_seq (cwnd =
+        ssthresh, COMPLETE_CWR, Open), then on ECE in Open tcp_enter_cwr (the ssthresh
+        hook, set_state(CWR)); in that CWR, PRR (tcp_cwnd_reduction) instead of
+        cong_avoid."""
         s = self.sk
         s.tcp_mstamp += int(dt_us)
         self.una += pkts
         s.delivered = (s.delivered + pkts) & 0xFFFFFFFF
-        s.packets_out = max(0, s.snd_nxt - self.una)  # sent before this ACK, not yet ACKed
+        s.packets_out = max(0, self.nxt - self.una)  # sent before this ACK, not yet ACKed
         s.snd_una = (self.una * MSS) & 0xFFFFFFFF
         s.max_packets_out = s.snd_cwnd
         if rtt_us > 0:  # tcp_rtt_estimator: srtt_us = 8 x srtt, gain 1/8
             s.srtt_us = int(rtt_us) << 3 if not s.srtt_us else \
                 s.srtt_us + int(rtt_us) - (s.srtt_us >> 3)
         if self.ops.in_ack_event:
-            self.ops.in_ack_event(self.p, ACK_SLOWPATH if slow else ACK_WIN_UPDATE)
+            self.ops.in_ack_event(self.p, ACK_SLOWPATH | ACK_ECE if ece else
+                                  ACK_SLOWPATH if slow else ACK_WIN_UPDATE)
         if self.ops.pkts_acked:
             self.ops.pkts_acked(self.p, C.byref(AckSample(pkts, int(rtt_us), s.snd_cwnd)))
-        if s.icsk_ca_state not in (CWR, RECOVERY):  # 6.x tcp_cong_control: PRR there instead
-            self.ops.cong_avoid(self.p, self.una, pkts)
-        if self.una + s.snd_cwnd > s.snd_nxt:  # keep the window full
-            s.segs_out = (s.segs_out + self.una + s.snd_cwnd - s.snd_nxt) & 0xFFFFFFFF
-            s.snd_nxt = self.una + s.snd_cwnd
+        if self.cwr is not None or ece:
+            self._ecn_state(ece)
+        if self.cwr is not None and s.icsk_ca_state == CWR:
+            self._prr(pkts)
+        elif s.icsk_ca_state not in (CWR, RECOVERY):  # 6.x tcp_cong_control: PRR there instead
+            self.ops.cong_avoid(self.p, (self.una * self.seq) & 0xFFFFFFFF, pkts)
+        if self.una + s.snd_cwnd > self.nxt:  # keep the window full
+            sent = self.una + s.snd_cwnd - self.nxt
+            s.segs_out = (s.segs_out + sent) & 0xFFFFFFFF
+            s.snd_nxt = ((self.una + s.snd_cwnd) * self.seq) & 0xFFFFFFFF
+            if self.cwr is not None:
+                self.cwr[2] += sent  # prr_out
+
+    def _ecn_state(self, ece: bool) -> None:
+        """tcp_fastretrans_alert's part for ECN: the end of this Sim's CWR (CWR is held
+        until snd_una passes high_seq, so that the CWR flag reached the receiver), then
+        tcp_enter_cwr on an ECE in Open or Disorder."""
+        s = self.sk
+        if self.cwr is not None and s.icsk_ca_state == CWR and self.una > self.cwr[0]:
+            s.snd_cwnd = s.snd_ssthresh          # tcp_end_cwnd_reduction
+            if self.ops.cwnd_event:
+                self.ops.cwnd_event(self.p, COMPLETE_CWR)
+            if self.ops.set_state:
+                self.ops.set_state(self.p, OPEN)
+            s.icsk_ca_state = OPEN
+            self.cwr = None
+        if ece and s.icsk_ca_state in (OPEN, DISORDER):
+            s.undo_marker = 0                    # tcp_enter_cwr: no undo of an ECN reduction
+            self._reduce(CWR, prior_ssthresh=0)
+            self.cwr = [self.nxt, 0, 0]          # high_seq = snd_nxt; prr_delivered, prr_out
+            self.cwr_entries += 1
+
+    def _prr(self, delivered: int) -> None:
+        """6.x tcp_cwnd_reduction for this ACK: proportional rate reduction towards
+        ssthresh (the slow-start bound once in flight is below it)."""
+        s, cwr = self.sk, self.cwr
+        in_flight = max(0, self.nxt - self.una)
+        cwr[1] += delivered
+        delta = s.snd_ssthresh - in_flight
+        if delta < 0:
+            sndcnt = (s.snd_ssthresh * cwr[1] + s.prior_cwnd - 1) // s.prior_cwnd - cwr[2]
+        else:
+            sndcnt = min(delta, max(cwr[1] - cwr[2], delivered) + 1)
+        sndcnt = max(sndcnt, 0 if cwr[2] else 1)
+        s.snd_cwnd = in_flight + sndcnt
 
     def rtt(self, rtt_us, pkts_per_ack=1, rtt_sample_us=None):
         """A round trip: one window of ACKs spread evenly over rtt_us."""
@@ -166,23 +241,31 @@ class Sim:
         s.icsk_ca_state = OPEN
         return prior, s.snd_ssthresh
 
-    def timeout(self):
+    def timeout(self, event: bool = False):
         """A retransmission timeout as 6.x tcp_enter_loss does it from Open: prior_cwnd,
         the ssthresh hook, the Loss state, and a window of what is in flight plus one (1:
-        everything outstanding is marked lost)."""
+        everything outstanding is marked lost). With `event`, also CA_EVENT_LOSS, which
+        6.x sends right after the ssthresh hook (left out by default: the 3.16 ports'
+        tests were written without it)."""
         s = self.sk
-        prior = self._reduce(LOSS)
+        event_hook = (lambda: self.ops.cwnd_event(self.p, EV_LOSS)) \
+            if event and self.ops.cwnd_event else None
+        prior = self._reduce(LOSS, after_ssthresh=event_hook)
         s.snd_cwnd = 1
         return prior, s.snd_ssthresh
 
-    def _reduce(self, state: int) -> int:
-        """The start of a reduction as the stack does it: prior_ssthresh, prior_cwnd, the
-        ssthresh hook, counter reset, set_state and the new state; returns prior_cwnd."""
+    def _reduce(self, state: int, prior_ssthresh: int | None = None, after_ssthresh=None) -> int:
+        """The start of a reduction as the stack does it: prior_ssthresh (tcp_enter_cwr: 0),
+        prior_cwnd, the ssthresh hook, counter reset, set_state and the new state; returns
+        prior_cwnd."""
         s = self.sk
         prior = s.snd_cwnd
-        s.prior_ssthresh = max(s.snd_ssthresh, (prior >> 1) + (prior >> 2))
+        s.prior_ssthresh = max(s.snd_ssthresh, (prior >> 1) + (prior >> 2)) \
+            if prior_ssthresh is None else prior_ssthresh
         s.prior_cwnd = prior
         s.snd_ssthresh = self.ops.ssthresh(self.p)
+        if after_ssthresh:
+            after_ssthresh()
         s.snd_cwnd_cnt = 0
         if self.ops.set_state:
             self.ops.set_state(self.p, state)

@@ -28,9 +28,10 @@ import argparse
 import ctypes as C
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
 
-from hostsim import OPEN, RECOVERY, Sim
+from hostsim import INFINITE_SSTHRESH, MSS, OPEN, RECOVERY, Sim
 
 WIRE_MSS = 1460  # bytes per segment for the throughput arithmetic (the paper's MSS)
 
@@ -63,11 +64,14 @@ def bdp_segments(rate_bps: float, rtt_us: float) -> int:
 
 class ScriptedPath:
     """One flow of `variant` over a path of `rate_bps`, `rtt_us`, a buffer of
-    `buffer_segments` (default one BDP) and per-segment loss probability `p`."""
+    `buffer_segments` (default one BDP) and per-segment loss probability `p` (with `ecn`,
+    a connection that negotiated ECN on a path that marks nothing)."""
 
     def __init__(self, build_dir, variant: str, *, rate_bps=9.5e9, rtt_us=200, p=1e-4,
-                 seed=1, buffer_segments=None, hz=250, pkts_per_ack=2):
-        self.sim = Sim(build_dir, variant, hz=hz)
+                 seed=1, buffer_segments=None, hz=250, pkts_per_ack=2, ecn=False):
+        # ecn: the connection negotiated ECN (the path marks nothing); sequence numbers in
+        # bytes then, as an ECN algorithm compares snd_nxt with snd_una
+        self.sim = Sim(build_dir, variant, hz=hz, ecn=ecn, seq_bytes=ecn)
         self.variant, self.seed = variant, seed
         self.rate_bps, self.rtt_us, self.p = rate_bps, rtt_us, p
         self.bdp = bdp_segments(rate_bps, rtt_us)
@@ -175,6 +179,82 @@ class ScriptedPath:
         return PathResult(self.variant, self.seed, T / 1e6, area / T,
                           seg * WIRE_MSS * 8 / (T / 1e6), self.reductions - red0,
                           self.lost_total - lost0, rounds)
+
+
+class DctcpTev(C.Structure):  # struct dctcp_tev in cc/src/dctcp_tev.c: sim.ca(DctcpTev)
+    _fields_ = [("alpha", C.c_uint32), ("window_end", C.c_uint32), ("prior_snd_una", C.c_uint32),
+                ("bytes_acked", C.c_uint32), ("bytes_marked", C.c_uint32), ("loss_cwnd", C.c_uint32),
+                ("prior_rcv_nxt", C.c_uint32), ("ce_state", C.c_uint8), ("_pad", C.c_uint8 * 3)]
+    ONE = 1 << 20  # alpha's fixed point
+
+
+@dataclass
+class Reduction:
+    """A window reduction the stack made on ECE (tcp_enter_cwr)."""
+    una: int          # segments acknowledged when it began
+    high_seq: int     # the segment after the last one sent then: it lasts until una passes it
+    prior_cwnd: int
+    ssthresh: int
+    info: object      # what MarkingPath's `probe` returned then
+
+
+@dataclass
+class MarkingPath:
+    """One flow over a loss-free path whose bottleneck marks CE on a fraction `fraction`
+    of the bytes, for an ECN sender (hostsim.Sim with ECN negotiated and byte sequence
+    numbers) whose receiver echoes CE segment by segment (dctcp_tev's receiving side):
+    each round trip the receiver acknowledges what was in flight at its start,
+    `pkts_per_ack` segments an ACK (the round's last ACK fewer if that is what is left),
+    spread evenly over `rtt_us`; the ACKs that carry ECE are chosen by error diffusion
+    over the bytes, so that over any run of ACKs the marked bytes are `fraction` of those
+    acknowledged to within one ACK's. The path never queues or drops (no rate limit), so
+    the window alone sets the rate. The sender reacts as 6.x does (hostsim.Sim.ack): CWR
+    on an ECE in Open, once per window of data, with PRR, and cong_avoid in Open.
+    `reductions` lists the CWRs entered, with `probe(sim)` taken right after (the
+    algorithm's state as its ssthresh hook left it)."""
+    build_dir: object
+    variant: str
+    fraction: float
+    rtt_us: int = 100
+    pkts_per_ack: int = 2
+    cwnd: int = 10
+    ssthresh: int = INFINITE_SSTHRESH
+    probe: object = None
+    sim: Sim = field(init=False)
+    reductions: list = field(init=False, default_factory=list)
+    acked_bytes: int = field(init=False, default=0)
+    marked_bytes: int = field(init=False, default=0)
+
+    def __post_init__(self):
+        self.sim = Sim(self.build_dir, self.variant, cwnd=self.cwnd, ssthresh=self.ssthresh,
+                       ecn=True, seq_bytes=True)
+        self._f = Fraction(self.fraction).limit_denominator(1_000_000)
+        self._credit = Fraction(0)
+
+    def _marked(self, pkts: int) -> bool:
+        self._credit += self._f * pkts
+        if self._credit * 2 >= pkts:
+            self._credit -= pkts
+            return True
+        return False
+
+    def round(self) -> int:
+        """One round trip; returns the window (segments in flight) at its start."""
+        s = self.sim
+        left = in_flight = s.nxt - s.una
+        n = -(-in_flight // self.pkts_per_ack)
+        for _ in range(n):
+            k = min(self.pkts_per_ack, left)
+            left -= k
+            ece = self._marked(k)
+            entered = s.cwr_entries
+            s.ack(k, self.rtt_us, self.rtt_us / n, ece=ece)
+            self.acked_bytes += k * MSS
+            self.marked_bytes += k * MSS if ece else 0
+            if s.cwr_entries != entered:
+                self.reductions.append(Reduction(s.una, s.cwr[0], s.sk.prior_cwnd, s.ssthresh,
+                                                 self.probe(s) if self.probe else None))
+        return in_flight
 
 
 def main(argv=None):

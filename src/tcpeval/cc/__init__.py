@@ -3,7 +3,10 @@ modules): build, load, parameters, verification.
 
 One C source per algorithm (cc/src/<variant>316.c) builds as a BPF struct_ops
 object (loaded here), a kernel module (build_modules) and a userspace library for
-the unit harness (build_host).
+the unit harness (build_host). EXTRA_VARIANTS are algorithms beyond Linux 3.16 written
+the same way (dctcp: cc/src/dctcp_tev.c, kernel name dctcp_tev): built and loaded like
+the ports (a design names `variant: dctcp`), but outside VARIANTS, so outside the paper's
+matrix, Table I and `tcpeval cc list`.
 """
 from ._build import (
                       build,
@@ -14,6 +17,7 @@ from ._build import (
                       kernel_headers,
 )
 from ._common import (
+                      EXTRA_VARIANTS,
                       IMPLS,
                       VARIANTS,
                       CCError,
@@ -37,7 +41,7 @@ from ._verify import (
 )
 
 __all__ = [
-    "VARIANTS", "IMPLS", "CCError", "HostError", "UnknownVariantError", "CCHandle",
+    "VARIANTS", "EXTRA_VARIANTS", "IMPLS", "CCError", "HostError", "UnknownVariantError", "CCHandle",
     "build", "build_host", "build_modules", "check_host", "host_status", "kernel_headers",
     "loaded", "loaded_object", "LOADED_AS", "kmod_missing", "guard_stats", "GUARD_MAXIMA", "parse_bss_dump", "parameters", "kernel_name", "source_sha256", "available_algorithms",
     "struct_ops_map_ids",

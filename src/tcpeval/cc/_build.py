@@ -10,7 +10,15 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
-from ._common import CC_DIR, SUFFIX, VARIANTS, CCError, HostError, default_build_dir
+from ._common import (
+    CC_DIR,
+    EXTRA_VARIANTS,
+    VARIANTS,
+    CCError,
+    HostError,
+    default_build_dir,
+    kernel_name,
+)
 
 CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_BPF = 12, 21, 39
 
@@ -41,10 +49,11 @@ def _out(out_dir) -> Path:
 
 
 def build(out_dir: str | os.PathLike | None = None) -> Path:
-    """Compile the BPF struct_ops objects (one per VARIANTS entry) and the loader; returns the build dir.
+    """Compile the BPF struct_ops objects (one per VARIANTS and EXTRA_VARIANTS entry) and
+    the loader; returns the build dir.
 
     make's dependency tracking makes this idempotent and rebuilds on source change.
-    Objects: <dir>/bpf/<variant>316.bpf.o, loader: <dir>/tevcc-loader.
+    Objects: <dir>/bpf/<kernel name>.bpf.o (bpf_object), loader: <dir>/tevcc-loader.
     """
     missing = [t for t in ("clang", "bpftool", "cc") if shutil.which(t) is None]
     if not Path("/usr/include/bpf/bpf_helpers.h").exists():
@@ -68,7 +77,8 @@ def build_probe(out_dir: str | os.PathLike | None = None) -> Path:
 
 
 def build_host(out_dir: str | os.PathLike | None = None) -> Path:
-    """Compile the userspace harness libraries <dir>/host/lib<variant>316.so."""
+    """Compile the userspace harness libraries <dir>/host/lib<kernel name>.so (VARIANTS
+    and EXTRA_VARIANTS)."""
     if shutil.which("cc") is None:
         raise HostError("cannot build the host harness, missing: cc")
     out = _out(out_dir)
@@ -83,12 +93,13 @@ def kernel_headers() -> Path | None:
 
 
 def build_modules(out_dir: str | os.PathLike | None = None,
-                  kdir: str | os.PathLike | None = None) -> list[Path]:
+                  kdir: str | os.PathLike | None = None, extra: bool = False) -> list[Path]:
     """Build the ports as out-of-tree kernel modules with kbuild.
 
     kdir defaults to Debian's linux-headers-*-amd64. Returns the .ko paths
-    (<dir>/kmod/<variant>316.ko). The running kernel here has no module support;
-    the modules are for hosts that have it.
+    (<dir>/kmod/<variant>316.ko) of VARIANTS, with ``extra`` those of EXTRA_VARIANTS after
+    them (<dir>/kmod/<kernel name>.ko; kbuild builds them either way). The running kernel
+    here has no module support; the modules are for hosts that have it.
     """
     kd = Path(kdir) if kdir else kernel_headers()
     if kd is None or not (kd / "Makefile").exists():
@@ -96,15 +107,15 @@ def build_modules(out_dir: str | os.PathLike | None = None,
                         "(apt-get install linux-headers-amd64)")
     out = _out(out_dir)
     _make(out, "kmod", extra=(f"KDIR={kd}",))
-    kos = [out / "kmod" / f"{v}{SUFFIX}.ko" for v in VARIANTS]
+    kos = [out / "kmod" / f"{kernel_name(v)}.ko" for v in VARIANTS + EXTRA_VARIANTS]
     absent = [str(k) for k in kos if not k.exists()]
     if absent:
         raise CCError(f"kbuild finished but did not produce: {', '.join(absent)}")
-    return kos
+    return kos if extra else kos[:len(VARIANTS)]
 
 
 def bpf_object(variant: str, out: Path) -> Path:
-    return out / "bpf" / f"{variant}{SUFFIX}.bpf.o"
+    return out / "bpf" / f"{kernel_name(variant)}.bpf.o"
 
 
 def loader_path(out: Path) -> Path:

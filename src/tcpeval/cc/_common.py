@@ -12,6 +12,14 @@ VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic", "hybla", "i
             "veno", "westwood", "yeah")
 IMPLS = ("port", "native")
 SUFFIX = "316"
+# Algorithms built like the ports (one source on the shim, three targets) that are not
+# Linux 3.16's: outside VARIANTS, so outside the paper's matrix, the 3.16 family and
+# everything that lists VARIANTS (loaded(), `tcpeval cc list|params`, a backend's ports).
+# variant -> the name the kernel knows, which is also the file stem (cc/src/<name>.c,
+# bpf/<name>.bpf.o, host/lib<name>.so, kmod/<name>.ko): "_tev" (tcpeval), not "316", and
+# not the plain name, which a kernel may have (Linux has had dctcp since 3.18).
+EXTRA_KERNEL_NAMES = {"dctcp": "dctcp_tev"}
+EXTRA_VARIANTS = tuple(EXTRA_KERNEL_NAMES)
 
 CC_DIR = REPO_ROOT / "cc"
 SHIM = CC_DIR / "include" / "cc316.h"
@@ -30,9 +38,10 @@ class HostError(CCError):
 
 
 def check_variant(variant: str) -> str:
-    if variant not in VARIANTS:
+    """A variant the project builds: a 3.16 port or an EXTRA_VARIANTS entry."""
+    if variant not in VARIANTS + EXTRA_VARIANTS:
         raise UnknownVariantError(
-            f"unknown variant {variant!r}; allowed: {', '.join(VARIANTS)}")
+            f"unknown variant {variant!r}; allowed: {', '.join(VARIANTS + EXTRA_VARIANTS)}")
     return variant
 
 
@@ -43,13 +52,17 @@ def check_impl(impl: str) -> str:
 
 
 def kernel_name(variant: str, impl: str = "port") -> str:
-    """The name the kernel knows: 'bic316' for a port, the plain name for native."""
+    """The name the kernel knows: 'bic316' for a port, the plain name for native;
+    an EXTRA_VARIANTS entry's own name for its port ('dctcp_tev')."""
+    if variant in EXTRA_KERNEL_NAMES:
+        return EXTRA_KERNEL_NAMES[variant] if check_impl(impl) == "port" else variant
     check_variant(variant)
     return variant + SUFFIX if check_impl(impl) == "port" else variant
 
 
 def source_path(variant: str) -> Path:
-    return CC_DIR / "src" / f"{check_variant(variant)}{SUFFIX}.c"
+    """cc/src/<kernel name>.c, for VARIANTS and EXTRA_VARIANTS."""
+    return CC_DIR / "src" / f"{kernel_name(variant)}.c"
 
 
 def default_build_dir() -> Path:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from ._common import VARIANTS, CCError, source_path
+from ._common import EXTRA_VARIANTS, VARIANTS, CCError, source_path
 
 _PARAM = re.compile(r'^CC_PARAM\(\s*(\w+)\s*,\s*(-?\d+)\s*,\s*"((?:[^"\\]|\\.)*)"\s*\);', re.M)
 _NOTE = re.compile(r'^CC_NOTE\(\s*(\w+)\s*,\s*"([^"]*)"\s*,\s*"((?:[^"\\]|\\.)*)"\s*\);', re.M)
@@ -33,10 +33,11 @@ def _parse(variant: str) -> dict[str, dict]:
     return out
 
 
-def parameters() -> dict[str, dict[str, dict]]:
-    """{variant: {name: {"value", "description", "kind"}}} in declaration order.
+def parameters(extra: bool = False) -> dict[str, dict[str, dict]]:
+    """{variant: {name: {"value", "description", "kind"}}} in declaration order, for
+    VARIANTS (Table I's); with ``extra``, EXTRA_VARIANTS' after them.
 
     kind "param": an integer the C code uses; kind "note": a documented constant
     the code does not use directly (HS-TCP's High P etc., implicit in its table).
     """
-    return {v: _parse(v) for v in VARIANTS}
+    return {v: _parse(v) for v in VARIANTS + (EXTRA_VARIANTS if extra else ())}

@@ -181,7 +181,7 @@ def flows(run: Run) -> list[dict]:
                 "hz": getattr(handle, "hz", None),
                 "dilation": getattr(handle, "dilation", None) if handle else None,
                 "loaded_as": getattr(handle, "loaded_as", None),
-                "receiver": res["receiver_cc"],
+                "receiver": res["receiver_cc"] or fp.receiver_cc,
                 "ss": fp.ss_algorithms},
             parsed=res,
             raw_files=[fp.out_path.name, fp.err_path.name, fp.err_path.with_suffix(".server.log").name,

@@ -17,6 +17,11 @@ from tcpeval.backends.emulated import ccadapter, host, topology
 
 PORT = common.IPERF3_PORT
 RPC_PORT = 5301
+# Algorithms (kernel names) with a receive side: DCTCP's receiver decides what its ACKs
+# echo of the CE marks and when they leave (RFC 8257 3.2), so the receiver's socket runs
+# the flow's algorithm too (tevrcv's TEVRCV_CC; tevrpc call --cc); the rest leave the
+# receiver at the namespace's default (reno), which no sender's algorithm reads.
+RECEIVE_SIDE = frozenset({"dctcp_tev", "dctcp"})
 # The SYNs cross the drop stage too: five retransmissions (1 + 2 + 4 + 8 + 16 s) let a
 # connection through 30 % loss but for 0.3^6 (3 s, two, failed one of ten flows there).
 CONNECT_TIMEOUT_MS = "32000"
@@ -45,6 +50,7 @@ class FlowProc:
     receiver_cpu: int | None = None  # delay line's CPU where its softirq would follow)
     receiver_env: dict | None = None  # the server's environment (topology.receive_window)
     interrupted: bool = False         # ended early (a precision-driven run stopped it)
+    receiver_cc: str | None = None    # the receiver's algorithm where it has a receive side (RECEIVE_SIDE)
 
     @property
     def pair(self) -> int:
@@ -119,6 +125,8 @@ class RpcProc(FlowProc):
                 "--request", str(self.request_bytes), "--response", str(self.response_bytes),
                 "--duration", f"{self.duration_s:g}", "--interval", f"{self.interval_s:g}",
                 "--connect-timeout-ms", CONNECT_TIMEOUT_MS, "--out", str(self.out_path)]
+        if self.receiver_cc:
+            args += ["--cc", self.receiver_cc]
         if self.rpcs_per_s:
             args += ["--rate", f"{self.rpcs_per_s:.9g}"]
         # the receivers' window clamp, as iperf3's servers get it; not their reader
@@ -256,13 +264,16 @@ def flow_procs(plan, handles: list, run_dir: Path, place: dict, receiver_env: di
     for i, (flow, handle) in enumerate(zip(plan.flows, handles)):
         rpc = flow.protocol == "rpc"
         tool = "tevrpc" if rpc else "iperf3"
+        name = handle.kernel_name if handle else None
+        receiver_cc = name if name in RECEIVE_SIDE else None
+        env = dict(receiver_env or {}, **({"TEVRCV_CC": receiver_cc} if receiver_cc and not rpc else {}))
         common_args = dict(index=i, kernel_name=handle.kernel_name if handle else None,
                            protocol=flow.protocol, start_s=flow.start_s, stop_s=flow.stop_s,
                            duration_s=flow.end_s(plan.duration_s) - flow.start_s, interval_s=plan.interval_s,
                            rate_bps=flow.rate_bps, out_path=run_dir / f"{tool}-flow{i}.json",
                            err_path=run_dir / f"{tool}-flow{i}.log",
                            sender_cpu=place["sender_apps"][i], receiver_cpu=place["receiver_apps"][i],
-                           receiver_env=receiver_env)
+                           receiver_env=env, receiver_cc=receiver_cc)
         procs.append(RpcProc(**common_args, request_bytes=flow.request_bytes, response_bytes=flow.response_bytes,
                              rpcs_per_s=flow.rpcs_per_s, tevrpc=tevrpc) if rpc else FlowProc(**common_args))
     return procs

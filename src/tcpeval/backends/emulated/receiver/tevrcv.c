@@ -21,12 +21,19 @@
  * interrupt, and in a VM that is many microseconds per packet. The kernel still wakes it
  * early when the window is about to close or the peer is done (tcp_epollin_ready), and
  * the ACKs do not wait for the reader: the clamp keeps the window's edge moving.
+ *
+ * With $TEVRCV_CC it also sets each TCP socket's congestion control to that algorithm at
+ * its first read: an algorithm with a receive side (DCTCP's CE state machine decides what
+ * the receiver's ACKs echo, and when they leave) must run on the receiver too, and the
+ * listening socket has the namespace's default.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -39,6 +46,7 @@ static unsigned int reads[MAX_FDS];
 static size_t total[MAX_FDS]; /* bytes read so far */
 #define BULK_BYTES (1 << 20)
 static int clamp = -1, lowat = -1;
+static char cc[16]; /* TEVRCV_CC, "" for none */
 
 static void after_read(int fd, ssize_t n)
 {
@@ -48,16 +56,20 @@ static void after_read(int fd, ssize_t n)
 	if (n <= 0 || fd < 0 || fd >= MAX_FDS)
 		return;
 	if (clamp < 0) {
-		const char *v = getenv("TEVRCV_WINDOW_CLAMP"), *w = getenv("TEVRCV_RCVLOWAT");
+		const char *v = getenv("TEVRCV_WINDOW_CLAMP"), *w = getenv("TEVRCV_RCVLOWAT"), *c = getenv("TEVRCV_CC");
 
 		clamp = v ? atoi(v) : 0;
 		lowat = w ? atoi(w) : 0;
+		snprintf(cc, sizeof(cc), "%s", c ? c : "");
 	}
-	if (clamp <= 0 && lowat <= 0)
+	if (clamp <= 0 && lowat <= 0 && !cc[0])
 		return;
-	if (!kind[fd])
+	if (!kind[fd]) {
 		kind[fd] = getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) == 0 &&
 			   proto == IPPROTO_TCP ? 1 : 2;
+		if (kind[fd] == 1 && cc[0])
+			setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc));
+	}
 	if (kind[fd] == 1 && reads[fd]++ % CLAMP_EVERY == 0) {
 		if (clamp > 0)
 			setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof(clamp));
