@@ -4,11 +4,14 @@ limited the flow; every grid point is searched from its own top, for each link
 mechanism; a run takes the smallest factor whose physical path lies inside the envelope."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tcpeval import dilation
 from tcpeval.backends import fidelity
 from tcpeval.backends.emulated import calibrate
+from tcpeval.spec import adhoc_condition
 
 
 def _verdict(findings: list) -> dict:
@@ -249,10 +252,11 @@ def _cal(rates: dict) -> dict:
     return {"points": list(points.values()), "links": sorted({k[0] for k in rates})}
 
 
-def test_the_envelope_is_log_linear_in_the_rtt_and_flat_beyond_its_ends():
+def test_the_envelope_is_log_linear_in_the_rtt_flat_beyond_its_longest_and_empty_below_its_shortest():
     cal = _cal({("tevlink", 1, 1.0): 2e9, ("tevlink", 1, 100.0): 1e9})
     assert calibrate.envelope_rate(cal, "tevlink", 1, 10.0) == pytest.approx(1.5e9)
-    assert calibrate.envelope_rate(cal, "tevlink", 1, 0.2) == 2e9
+    assert calibrate.envelope_rate(cal, "tevlink", 1, 1.0) == 2e9
+    assert calibrate.envelope_rate(cal, "tevlink", 1, 0.2) == 0.0  # never measured: not known faithful
     assert calibrate.envelope_rate(cal, "tevlink", 1, 400.0) == 1e9
     assert calibrate.envelope_rate(cal, "tevlink", 3, 1.0) == 2e9  # more flows: the most measured
 
@@ -276,6 +280,23 @@ def test_the_link_with_the_smaller_factor_is_chosen_unless_one_is_forced():
     assert calibrate.choose(cal, flows=1, rtt_ms=1.0, rate_bps=3e9, setting=4)[:2] == (4, "tevlink")
     with pytest.raises(dilation.DilationError):
         calibrate.choose(cal, flows=1, rtt_ms=1.0, rate_bps=1e12)
+
+
+def test_a_microsecond_path_is_stretched_into_the_measured_grid_or_refused_with_the_figures():
+    # a data-centre RTT of 20 us on a host measured from 0.2 ms: 1 Gbps virtual needs k = 10
+    # (0.2 ms physical), not the k = 1 an envelope extended below its grid would give
+    cal = _cal({("tevlink", 1, 0.2): 2e9, ("tevlink", 1, 24.2): 1.5e9})
+    assert calibrate.choose(cal, flows=1, rtt_ms=0.02, rate_bps=1e9) == (10, "tevlink", 2e9)
+    cond = adhoc_condition(["reno"], 0.02, 0.0, 5.0, rate_bps=1e9)
+    assert calibrate.factor_for(cal, cond, 1e9)[0] == 10
+    # a forced factor that leaves it below the grid: refused, naming the field and the figures
+    with pytest.raises(dilation.DilationError, match=r"rtt_ms: 0.02 ms .* grid starts at 0.2 ms.*"
+                                                     r"at dilation 1 it runs at 0.02 ms; it needs a factor of at least 10"):
+        calibrate.factor_for(cal, replace(cond, dilation=1), 1e9)
+    # shorter than any factor reaches
+    with pytest.raises(dilation.DilationError, match=r"rtt_ms: 0.001 ms .* stretches it by at most 64; "
+                                                     r"it needs a factor of at least 200"):
+        calibrate.factor_for(cal, replace(cond, rtt_ms=0.001), 1e9)
 
 
 def test_a_run_the_host_cannot_finish_counts_as_not_faithful(tmp_path):

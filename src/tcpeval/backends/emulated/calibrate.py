@@ -496,11 +496,15 @@ def envelope_rate(cal: dict, link: str, flows: int, rtt_ms: float, ports: bool =
     """What ``link`` carries faithfully for ``flows`` flows at physical RTT ``rtt_ms``
     (with ``ports``: flows of which some run a 3.16 port, point_rate): log-linear in the
     RTT between the grid's points of that flow count (more flows than measured: the
-    largest count measured), the end points beyond the grid; 0 where a point found no
-    faithful rate."""
+    largest count measured), the last point beyond the grid's longest RTT; 0 where a point
+    found no faithful rate, and below the grid's shortest RTT: a path shorter than any the
+    host was measured at is not known to be faithful (its own latency may be longer), so
+    time dilation stretches it into the grid (shortest_rtt_ms)."""
     counts = sorted({p["flows"] for p in cal["points"]})
     n = max([c for c in counts if c <= flows] or counts[:1])
     pts = sorted((p["rtt_ms"], point_rate(p, link, ports)) for p in cal["points"] if p["flows"] == n)
+    if rtt_ms < pts[0][0] * (1 - 1e-9):
+        return 0.0
     if rtt_ms <= pts[0][0]:
         return pts[0][1]
     for (r0, v0), (r1, v1) in zip(pts, pts[1:]):
@@ -508,6 +512,29 @@ def envelope_rate(cal: dict, link: str, flows: int, rtt_ms: float, ports: bool =
             w = math.log(rtt_ms / r0) / math.log(r1 / r0)
             return v0 + w * (v1 - v0)
     return pts[-1][1]
+
+
+def shortest_rtt_ms(cal: dict) -> float:
+    """The shortest physical RTT the calibration measured: below it the envelope is 0."""
+    return min(p["rtt_ms"] for p in cal["points"])
+
+
+def check_short_path(cal: dict, rtt_ms: float, setting) -> None:
+    """Refuse a path shorter than the host was measured at that dilation cannot stretch
+    into its grid (a forced factor, or one above the maximum), with the figures."""
+    floor = shortest_rtt_ms(cal)
+    factor = dilation.parse(setting)
+    need = math.ceil(floor / rtt_ms - 1e-9) if rtt_ms > 0 else None
+    reach = dilation.MAX_FACTOR if factor == dilation.AUTO else factor
+    if rtt_ms > 0 and rtt_ms * reach >= floor * (1 - 1e-9):
+        return
+    how = (f"dilation: auto stretches it by at most {dilation.MAX_FACTOR}" if factor == dilation.AUTO
+           else f"at dilation {factor} it runs at {rtt_ms * factor:.4g} ms")
+    raise dilation.DilationError(
+        f"rtt_ms: {rtt_ms:g} ms is shorter than any physical path this host was measured at (its calibration "
+        f"grid starts at {floor:g} ms; below that its own latency may be the RTT) and {how}"
+        + (f"; it needs a factor of at least {need}" if need else "")
+        + " (or calibrate with a design that has this RTT: tcpeval calibrate --design)")
 
 
 def choose(cal: dict, *, flows: int, rtt_ms: float, rate_bps: float | None, setting="auto",
@@ -544,6 +571,8 @@ def factor_for(cal: dict, condition, rate_bps: float | None, link: str | None = 
     cannot run so, as dilation.factor_for refuses native flows that would need k > 1."""
     flows = len(condition.flows)
     ports = runs_ports(condition)
+    if rate_bps:  # an unshaped run (no rate) has no envelope to be inside
+        check_short_path(cal, condition.rtt_ms, condition.dilation)
     k, link, cap = choose(cal, flows=flows, rtt_ms=condition.rtt_ms, rate_bps=rate_bps,
                           setting=condition.dilation, link=link or forced_link(), ports=ports)
     dilation.factor_for(condition, rate_bps,
