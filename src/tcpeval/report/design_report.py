@@ -46,6 +46,7 @@ METRIC_COLUMNS = {
     # per-flow tables (FLOW_TABLE_COLUMNS) and, for RPC flows, latency CDFs; no run-level column
     "flow_throughput": [],
     "rpc_latency": [],
+    "flow_timelines": [],   # per flow over time: goodput, window, RTT, retransmissions (_flow_timelines)
 }
 # The per-flow table of a criterion that asks for flow_throughput or rpc_latency: one row
 # per flow of each condition, means over its repetitions (column, heading, scale, format).
@@ -75,6 +76,7 @@ class Section:
     flow_table: pd.DataFrame | None = None   # per flow of each condition (FLOW_TABLE_COLUMNS)
     flow_cols: list = field(default_factory=list)   # the columns flow_table shows
     cdfs: list = field(default_factory=list)        # (condition, PNG): RPC latency CDFs
+    flow_timelines: list = field(default_factory=list)  # (condition, PNG): window, RTT, losses
 
 
 def _png(fig) -> bytes:
@@ -186,6 +188,36 @@ def _latency_cdf(flows: pd.DataFrame, run: pd.Series):
     return fig
 
 
+def _flow_timelines(samples: pd.DataFrame, flows: pd.DataFrame, run: pd.Series):
+    """One run's flows over time, on the run's clock: goodput with its retransmissions
+    marked below, the sender's window, its smoothed RTT, and the retransmissions summed."""
+    mine = flows[flows["run"] == run["run"]].sort_values("flow")
+    fig, axes = plt.subplots(4, 1, figsize=(7.5, 7.2), sharex=True)
+    for i, (_, f) in enumerate(mine.iterrows()):
+        s = samples[(samples["run"] == run["run"]) & (samples["flow"] == f["flow"])].sort_values("t_s")
+        t = s["abs_t_s"].to_numpy()
+        colour = f"C{i}"
+        label = _flow_label(f)
+        axes[0].plot(t, s["throughput_bps"] / 1e6, lw=0.8, color=colour, label=label)
+        retr = s["retransmits"].fillna(0).to_numpy()
+        hit = retr > 0
+        axes[0].plot(t[hit], np.full(hit.sum(), -0.04 - 0.03 * i), "|", color=colour, ms=6,
+                     transform=axes[0].get_xaxis_transform(), clip_on=False)
+        axes[1].plot(t, s["cwnd_bytes"] / 1e3, lw=0.8, color=colour)
+        axes[2].plot(t, s["rtt_us"] / 1e3, lw=0.8, color=colour)
+        axes[3].step(t, np.cumsum(retr), where="post", lw=0.8, color=colour)
+    axes[0].set_ylabel("goodput\n[Mbit/s]")
+    axes[1].set_ylabel("window\n[kB]")
+    axes[2].set_ylabel("RTT [ms]")
+    axes[3].set_ylabel("retransmitted\nsegments")
+    axes[3].set_xlabel("time [s] (ticks under the goodput: intervals with retransmissions)")
+    axes[3].set_xlim(0, float(run["duration_s"]))
+    axes[0].legend(fontsize=7, ncol=min(3, len(mine)), loc="upper right")
+    axes[0].set_title(run["condition"], fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def _cells(row: pd.Series, cols: list) -> list[str]:
     return ["n/a" if not np.isfinite(row.get(c, math.nan)) else f.format(row[c] * s) for c, _, s, f in cols]
 
@@ -286,6 +318,11 @@ def build(design: dict, campaign: str, backend: str, results: Path, *, include_f
         wanted = set(crit.get("metrics", []))
         if wanted & {"flow_throughput", "rpc_latency"} and not have.empty:
             sec.flow_table, sec.flow_cols = _flow_table(flows, have, "rpc_latency" in wanted)
+        if "flow_timelines" in wanted:
+            for cond, group in have.sort_values("rep").groupby("condition", sort=False):
+                fig = _flow_timelines(samples, flows, group.iloc[0])
+                sec.flow_timelines.append((f"{cond} (rep {int(group.iloc[0]['rep'])})", _png(fig)))
+                sec.figures.append(fig)
         if "rpc_latency" in wanted:
             for cond, group in have.sort_values("rep").groupby("condition", sort=False):
                 fig = _latency_cdf(flows, group.iloc[0])
@@ -368,6 +405,9 @@ def render_html(content: dict) -> str:
         out += [_img(png, title) for title, png in sec.bars]
         if sec.flow_table is not None:
             out.append("<h3>Per flow</h3>" + _flow_table_html(sec))
+        if sec.flow_timelines:
+            out.append("<h3>Window, RTT and retransmissions over time</h3>")
+            out += [_img(png, title) for title, png in sec.flow_timelines]
         if sec.cdfs:
             out.append("<h3>RPC latency</h3>")
             out += [_img(png, title) for title, png in sec.cdfs]
