@@ -11,8 +11,9 @@
  * modern kernel's helpers behave like 6.x, not 3.16.
  *
  * Algorithm sources use only: cc_tp(), cc_ca(), cc_ca_state(), cc_jiffies(),
- * cc_ms(), cc_rtt_us(), cc_srtt_us(), cc_tsecr_ms(), cc_msecs_to_jiffies(),
- * cc_usecs_to_jiffies(), cc_div64(), the CC_CWND/CC_SET_CWND macros, CC_PARAM/CC_NOTE,
+ * cc_ms(), cc_us(), cc_rtt_us(), cc_srtt_us(), cc_tsecr_ms(), cc_msecs_to_jiffies(),
+ * cc_usecs_to_jiffies(), cc_div64(), the CC_CWND/CC_SET_CWND macros, CC_PARAM/CC_NOTE
+ * (and CC_LOAD_PARAM for a parameter the loader sets),
  * CC_CB and CC_OPS, the 3.16 helpers below (cc316_*, incl. the Vegas RTT accounting),
  * and the host-fault guard (CC_GUARD, cc316_guard_*; see the end of this file).
  * An algorithm that uses ECN (none of the 3.16 ports does) also has the ECN part below
@@ -203,6 +204,24 @@ size_t cc_host_sock_size(void) { return sizeof(struct inet_connection_sock); }
 #endif
 #define CC_NOTE(name, value, desc) struct cc_note_##name
 
+/*
+ * CC_LOAD_PARAM(name): makes the CC_PARAM `name` (declared before it) settable when the
+ * algorithm is loaded; the code reads cc_lp_<name>, whose default is the CC_PARAM's value.
+ * BPF: a read-only datum the loader rewrites before load, as cc_hz (tevcc-loader
+ * OBJECT HZ DILATION name=value); kernel module: the module parameter `name`; host: the
+ * exported variable cc_lp_<name> (the harness sets it before init). No 3.16 port has one.
+ */
+#if defined(CC_TARGET_BPF)
+#define CC_LOAD_PARAM(name) const volatile __u32 cc_lp_##name = (name)
+#elif defined(CC_TARGET_KMOD)
+#define CC_LOAD_PARAM(name)                                          \
+	static unsigned int cc_lp_##name = (name);                   \
+	module_param_named(name, cc_lp_##name, uint, 0444);          \
+	MODULE_PARM_DESC(name, "CC_PARAM " #name " of this algorithm (see its source)")
+#else
+#define CC_LOAD_PARAM(name) unsigned int cc_lp_##name = (name)
+#endif
+
 /* Tables stay file-local in the kernel targets; the host harness reads them. */
 #if defined(CC_TARGET_HOST)
 #define CC_TABLE const
@@ -258,7 +277,7 @@ CC_INLINE cc_u64 cc_div64(cc_u64 a, cc_u64 b)
  *
  * Time dilation (factor k = cc_dilation): a virtual path of rate R and RTT T runs as a
  * physical one of rate R/k and RTT k*T; every time the algorithm reads is physical time
- * divided by k, so it sees the virtual path's clock. The three readers below are the
+ * divided by k, so it sees the virtual path's clock. The readers below are the
  * only ways a port learns the time. */
 CC_INLINE u32 cc_dilation_k(void)
 {
@@ -281,6 +300,13 @@ CC_INLINE u32 cc_ms(struct sock *sk)
 CC_INLINE s32 cc_rtt_us(s32 rtt_us)
 {
 	return rtt_us < 0 ? rtt_us : (s32)((u32)rtt_us / cc_dilation_k());
+}
+
+/* The socket's microsecond clock (tcp_mstamp: the time of the ACK being processed), in
+ * virtual time. */
+CC_INLINE cc_u64 cc_us(struct sock *sk)
+{
+	return cc_div64(cc_tp(sk)->tcp_mstamp, cc_dilation_k());
 }
 
 /* The stack's smoothed RTT (tp->srtt_us: 8 x srtt in us), in virtual time. */

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * tevcc-loader OBJECT [HZ [DILATION]]
+ * tevcc-loader OBJECT [HZ [DILATION [NAME=VALUE...]]]
  * tevcc-loader OBJECT -        (a user's own object: nothing rewritten)
+ *
+ * NAME=VALUE sets an algorithm's load-time parameter (CC_LOAD_PARAM in cc/include/cc316.h:
+ * the read-only datum cc_lp_NAME; nv_tev's base_rtt_us), an unsigned 32-bit integer.
  *
  * Registers the tcp_congestion_ops in a BPF struct_ops OBJECT through a BPF link,
  * after setting its emulated HZ (read-only datum cc_hz), prints
@@ -43,7 +46,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 /* Write a u32 into the object's .rodata at the offset BTF gives for `var_name`
- * (cc_hz, cc_dilation). */
+ * (cc_hz, cc_dilation, cc_lp_NAME). */
 static int set_rodata_u32(struct bpf_object *obj, const char *var_name, unsigned int value)
 {
 	const struct btf_var_secinfo *vsi;
@@ -101,8 +104,8 @@ int main(int argc, char **argv)
 	char buf[64];
 	int foreign = argc == 3 && !strcmp(argv[2], "-");
 
-	if (argc < 2 || argc > 4) {
-		fprintf(stderr, "usage: %s OBJECT [HZ [DILATION]]\n", argv[0]);
+	if (argc < 2 || (foreign && argc > 3)) {
+		fprintf(stderr, "usage: %s OBJECT [HZ [DILATION [NAME=VALUE...]]]\n", argv[0]);
 		return 2;
 	}
 	if (argc >= 3 && !foreign) {
@@ -114,7 +117,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (argc == 4) {
+	if (argc >= 4) {
 		char *end;
 
 		dilation = strtoul(argv[3], &end, 10);
@@ -141,6 +144,23 @@ int main(int argc, char **argv)
 	if (!foreign && (set_rodata_u32(obj, "cc_hz", (unsigned int)hz) ||
 			 set_rodata_u32(obj, "cc_dilation", (unsigned int)dilation)))
 		return 1;
+	for (int i = 4; !foreign && i < argc; i++) {
+		char var[64], *eq = strchr(argv[i], '='), *end;
+		unsigned long v;
+
+		if (!eq || eq == argv[i] || eq - argv[i] > 48) {
+			fprintf(stderr, "tevcc-loader: expected NAME=VALUE, got '%s'\n", argv[i]);
+			return 2;
+		}
+		v = strtoul(eq + 1, &end, 10);
+		if (!eq[1] || *end || v > 0xffffffffUL) {
+			fprintf(stderr, "tevcc-loader: %s: VALUE must be an unsigned 32-bit integer\n", argv[i]);
+			return 2;
+		}
+		snprintf(var, sizeof(var), "cc_lp_%.*s", (int)(eq - argv[i]), argv[i]);
+		if (set_rodata_u32(obj, var, (unsigned int)v))
+			return 1;
+	}
 	bpf_object__for_each_map(map, obj) {
 		const char *name = bpf_map__name(map);
 		size_t n = strlen(name);

@@ -176,6 +176,8 @@ class Condition:
     # ECN at the bottleneck: ECN-capable frames that find this many bytes queued are marked
     # CE (DCTCP's K); None: drop-tail only
     ecn_threshold_bytes: int | None = None
+    # a BPF sock_ops program (.bpf.o) attached to the senders' sockets; None: none
+    sock_ops: str | None = None
     background_loss: float = 0.0
     hz: int = 250
     seed: int = 0
@@ -232,8 +234,9 @@ class Condition:
             out["factors"] = dict(self.factors)
         else:
             del out["factors"]
-        if self.ecn_threshold_bytes is None:  # drop-tail: as conditions were before ECN
-            del out["ecn_threshold_bytes"]
+        for key in ("ecn_threshold_bytes", "sock_ops"):  # unset: as conditions were before them
+            if out[key] is None:
+                del out[key]
         if self.stop is None:
             del out["stop"]
         else:

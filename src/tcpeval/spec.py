@@ -39,6 +39,7 @@ FLOW_NUMBERS = ("start_s", "start_fraction", "stop_s", "stop_fraction", "rate_bp
                 "request_bytes", "response_bytes", "rpcs_per_s")
 RPC_FIELDS = ("request_bytes", "response_bytes", "rpcs_per_s")
 RUN_SETTINGS = ("duration_s", "interval_s", "repetitions", "rate_bps", "buffer_bytes", "ecn_threshold_bytes",
+                "sock_ops",
                 "background_loss", "hz", "impl", "dilation", "stop")
 
 DEFAULT_DESIGN = REPO_ROOT / "config" / "design.yaml"
@@ -557,6 +558,7 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                     rate_bps=point.get("rate_bps", settings["rate_bps"]),
                     buffer_bytes=point.get("buffer_bytes", settings["buffer_bytes"]),
                     ecn_threshold_bytes=point.get("ecn_threshold_bytes", settings["ecn_threshold_bytes"]),
+                    sock_ops=settings["sock_ops"],
                     background_loss=float(settings["background_loss"]), hz=int(settings["hz"]),
                     dilation=_dilation_setting(settings["dilation"]), stop=point_stop,
                     seed=_seed_for(campaign, crit.get("seed_from", name), variants, float(point["rtt_ms"]),
@@ -564,7 +566,7 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                     design=label, factors=factors,
                 )
                 path = paths.run_dir(cond)
-                identity = (cond.flows, cond.rate_bps, cond.buffer_bytes, cond.ecn_threshold_bytes)
+                identity = (cond.flows, cond.rate_bps, cond.buffer_bytes, cond.ecn_threshold_bytes, cond.sock_ops)
                 if path in seen:
                     if seen[path] == identity:
                         continue  # the same condition reached twice (e.g. reno then reno)

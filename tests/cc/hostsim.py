@@ -85,11 +85,14 @@ def library(build_dir: Path, variant: str):
 class Sim:
     """One connection. Time in microseconds; sequence numbers count packets (snd_una: bytes,
     as the kernel's), or with ``seq_bytes`` bytes like the kernel's, snd_nxt and the ACK's
-    sequence number too (an algorithm that compares snd_nxt with snd_una: dctcp_tev).
-    With ``ecn`` the connection negotiated ECN (tp->ecn_flags TCP_ECN_OK, before init)."""
+    sequence number too (an algorithm that compares snd_nxt with snd_una: dctcp_tev, nv_tev).
+    With ``ecn`` the connection negotiated ECN (tp->ecn_flags TCP_ECN_OK, before init).
+    ``load_params``: {name: value} for an algorithm's load-time parameters (CC_LOAD_PARAM:
+    the library's cc_lp_<name>), set for this connection's init and restored after it."""
 
     def __init__(self, build_dir, variant, hz=250, cwnd=10, ssthresh=INFINITE_SSTHRESH,
-                 now_us=10_000_000, dilation=1, srtt_us=0, ecn=False, seq_bytes=False):
+                 now_us=10_000_000, dilation=1, srtt_us=0, ecn=False, seq_bytes=False,
+                 load_params=None):
         self.lib = library(build_dir, variant)
         C.c_uint.in_dll(self.lib, "cc_hz").value = hz
         C.c_uint.in_dll(self.lib, "cc_dilation").value = dilation
@@ -107,7 +110,16 @@ class Sim:
         s.ecn_flags = ECN_OK if ecn else 0
         self.cwr = None  # a CWR this Sim entered on ECE: [high_seq, prr_delivered, prr_out]
         self.cwr_entries = 0
-        self.ops.init(self.p)
+        saved = {}
+        try:
+            for name, value in (load_params or {}).items():
+                var = C.c_uint.in_dll(self.lib, f"cc_lp_{name}")
+                saved[name] = var.value
+                var.value = value
+            self.ops.init(self.p)
+        finally:
+            for name, value in saved.items():
+                C.c_uint.in_dll(self.lib, f"cc_lp_{name}").value = value
 
     def param(self, name):
         return C.c_int.in_dll(self.lib, f"cc_param_{name}").value

@@ -68,10 +68,13 @@ class ScriptedPath:
     a connection that negotiated ECN on a path that marks nothing)."""
 
     def __init__(self, build_dir, variant: str, *, rate_bps=9.5e9, rtt_us=200, p=1e-4,
-                 seed=1, buffer_segments=None, hz=250, pkts_per_ack=2, ecn=False):
+                 seed=1, buffer_segments=None, hz=250, pkts_per_ack=2, ecn=False,
+                 seq_bytes=None, load_params=None, ssthresh=INFINITE_SSTHRESH):
         # ecn: the connection negotiated ECN (the path marks nothing); sequence numbers in
-        # bytes then, as an ECN algorithm compares snd_nxt with snd_una
-        self.sim = Sim(build_dir, variant, hz=hz, ecn=ecn, seq_bytes=ecn)
+        # bytes then, as an ECN algorithm compares snd_nxt with snd_una (seq_bytes: bytes
+        # without ECN, for another such algorithm: nv_tev)
+        self.sim = Sim(build_dir, variant, hz=hz, ecn=ecn, ssthresh=ssthresh,
+                       seq_bytes=ecn if seq_bytes is None else seq_bytes, load_params=load_params)
         self.variant, self.seed = variant, seed
         self.rate_bps, self.rtt_us, self.p = rate_bps, rtt_us, p
         self.bdp = bdp_segments(rate_bps, rtt_us)
@@ -186,6 +189,17 @@ class DctcpTev(C.Structure):  # struct dctcp_tev in cc/src/dctcp_tev.c: sim.ca(D
                 ("bytes_acked", C.c_uint32), ("bytes_marked", C.c_uint32), ("loss_cwnd", C.c_uint32),
                 ("prior_rcv_nxt", C.c_uint32), ("ce_state", C.c_uint8), ("_pad", C.c_uint8 * 3)]
     ONE = 1 << 20  # alpha's fixed point
+
+
+class NvTev(C.Structure):  # struct nv_tev in cc/src/nv_tev.c: sim.ca(NvTev)
+    _fields_ = [("min_rtt", C.c_uint32), ("min_rtt_new", C.c_uint32), ("min_rtt_reset", C.c_uint32),
+                ("avg_rtt", C.c_uint32), ("base_rtt", C.c_uint32), ("lower_bound_rtt", C.c_uint32),
+                ("round_end", C.c_uint32), ("round_start_us", C.c_uint32),
+                ("round_delivered", C.c_uint32), ("round_flight", C.c_uint32), ("queue", C.c_uint32),
+                ("queue_slope", C.c_uint32), ("growth_factor", C.c_int32), ("eval_calls", C.c_uint8),
+                ("rtt_cnt", C.c_uint8), ("allow_growth", C.c_uint8), ("reset_pending", C.c_uint8),
+                ("no_cong_cnt", C.c_uint8), ("round_open", C.c_uint8), ("_pad", C.c_uint8 * 2)]
+    NO_RTT = 0xFFFFFFFF
 
 
 @dataclass

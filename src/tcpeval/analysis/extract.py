@@ -310,6 +310,9 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
                    spread_bps=c.spread_bps, ubar_bps=c.ubar_bps)
 
     row.update(_other_studies(per_flow, float(cond["duration_s"]), float(cond["interval_s"])))
+    ecn = meas.get("ecn") or {}
+    row.update({"ecn_threshold_bytes": _num(ecn.get("threshold_bytes")), "ecn_ce_marked": _num(ecn.get("ce_marked")),
+                "ecn_marked_share": ecn["ce_marked"] / ecn["ect_frames"] if ecn.get("ect_frames") else math.nan})
     row.update(design=cond.get("design"), factors=json.dumps(cond.get("factors") or {}, sort_keys=True),
                rate_setting_bps=_num(cond.get("rate_bps")), buffer_setting_bytes=_num(cond.get("buffer_bytes")),
                flows_label=paths.format_flows(Condition.from_dict(cond).flow_labels))

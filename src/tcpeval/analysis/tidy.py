@@ -57,6 +57,7 @@ RUN_SCHEMA = pa.schema([
     ("flows_label", _S), ("n_tcp", _I), ("tcp_total_bps", _F), ("jain_overlap", _F), ("overlap_s", _F),
     ("disturbance_start_s", _F), ("disturbance_stop_s", _F), ("pre_bps", _F), ("during_bps", _F),
     ("post_bps", _F), ("recovery_ratio", _F), ("recovered", _B), ("recovery_time_s", _F),
+    ("ecn_threshold_bytes", _F), ("ecn_ce_marked", _F), ("ecn_marked_share", _F),
 ])
 FLOW_SCHEMA = pa.schema([
     ("run", _S), ("flow", _I), ("order", _I), ("variant", _S), ("impl", _S), ("start_s", _F),

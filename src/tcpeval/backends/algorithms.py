@@ -1,7 +1,7 @@
 """What congestion control a backend offers, checked before anything runs.
 
 impl port: the project's Linux 3.16 ports (tcpeval.cc.VARIANTS) and the algorithms built
-the same way beyond them (tcpeval.cc.EXTRA_VARIANTS: dctcp); impl native: the host
+the same way beyond them (tcpeval.cc.EXTRA_VARIANTS: dctcp, nv); impl native: the host
 kernel's algorithms (built in, or a module the kernel can autoload); impl bpf: a user's
 own struct_ops object, named by its tcp_congestion_ops .name. The testbed's native
 algorithms are its hosts', known only once connected: its backend checks them per run.

@@ -4,9 +4,9 @@ modules): build, load, parameters, verification.
 One C source per algorithm (cc/src/<variant>316.c) builds as a BPF struct_ops
 object (loaded here), a kernel module (build_modules) and a userspace library for
 the unit harness (build_host). EXTRA_VARIANTS are algorithms beyond Linux 3.16 written
-the same way (dctcp: cc/src/dctcp_tev.c, kernel name dctcp_tev): built and loaded like
-the ports (a design names `variant: dctcp`), but outside VARIANTS, so outside the paper's
-matrix, Table I and `tcpeval cc list`.
+the same way (dctcp: cc/src/dctcp_tev.c, kernel name dctcp_tev; nv: cc/src/nv_tev.c,
+kernel name nv_tev): built and loaded like the ports (a design names `variant: dctcp`),
+but outside VARIANTS, so outside the paper's matrix, Table I and `tcpeval cc list`.
 """
 from ._build import (
                       build,

@@ -18,7 +18,7 @@ SUFFIX = "316"
 # variant -> the name the kernel knows, which is also the file stem (cc/src/<name>.c,
 # bpf/<name>.bpf.o, host/lib<name>.so, kmod/<name>.ko): "_tev" (tcpeval), not "316", and
 # not the plain name, which a kernel may have (Linux has had dctcp since 3.18).
-EXTRA_KERNEL_NAMES = {"dctcp": "dctcp_tev"}
+EXTRA_KERNEL_NAMES = {"dctcp": "dctcp_tev", "nv": "nv_tev"}
 EXTRA_VARIANTS = tuple(EXTRA_KERNEL_NAMES)
 
 CC_DIR = REPO_ROOT / "cc"

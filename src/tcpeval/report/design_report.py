@@ -46,7 +46,8 @@ METRIC_COLUMNS = {
     # per-flow tables (FLOW_TABLE_COLUMNS) and, for RPC flows, latency CDFs; no run-level column
     "flow_throughput": [],
     "rpc_latency": [],
-    "flow_timelines": [],   # per flow over time: goodput, window, RTT, retransmissions (_flow_timelines)
+    "flow_timelines": [],
+    "ecn_marks": [("ecn_ce_marked", "CE marks", 1, "{:.0f}"), ("ecn_marked_share", "marked share of ECT frames", 1, "{:.4f}")],   # per flow over time: goodput, window, RTT, retransmissions (_flow_timelines)
 }
 # The per-flow table of a criterion that asks for flow_throughput or rpc_latency: one row
 # per flow of each condition, means over its repetitions (column, heading, scale, format).

@@ -79,10 +79,14 @@ def _child_setup(runner: int) -> None:  # runs in the child between fork and exe
 
 
 def spawn(args: list[str], *, ns: str | None = None, stdout=subprocess.DEVNULL,
-          stderr=subprocess.DEVNULL) -> subprocess.Popen:
+          stderr=subprocess.DEVNULL, wrap=None) -> subprocess.Popen:
     """Start a child that dies with this process and ignores the terminal's Ctrl-C (the
-    runner handles SIGINT and tears down in order)."""
+    runner handles SIGINT and tears down in order). ``wrap`` (args -> args) wraps the whole
+    command, `ip netns exec` included (which mounts a sysfs of its own: a cgroup is
+    entered outside it)."""
     full = (["ip", "netns", "exec", ns] if ns else []) + [str(a) for a in args]
+    if wrap:
+        full = wrap(full)
     return subprocess.Popen(full, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
                             preexec_fn=functools.partial(_child_setup, os.getpid()),
                             start_new_session=True)

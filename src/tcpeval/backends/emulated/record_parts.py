@@ -243,6 +243,7 @@ def mechanisms(condition, run: Run) -> dict:
         "traffic": {"tool": "iperf3", "sender_default_cc": defaults,
                     "pacing": "tcp-internal" if fidelity.pacing_check(defaults) else "none"},
         "background_loss": run.drop.describe_background(),
+        **({"sock_ops": run.sock_ops.describe()} if run.sock_ops else {}),
         "topology": {"namespaces": [n.split("-", 1)[1] for n in topo.namespaces()],
                      "bottleneck_device": topo.bottleneck_dev.split("-", 1)[1],
                      "bridged": topo.bridged, "run_id": run.run_id},

@@ -72,6 +72,7 @@ class Run:
     rtt: delay.RttSetting | None = None
     handles: list = field(default_factory=list)  # ccadapter handles, one per flow
     flows: list = field(default_factory=list)    # traffic.FlowProc, one per flow
+    sock_ops: object = None                     # sockops.SockOps (condition.sock_ops)
     settings: PathSettings | None = None
     setup_s: float = 0.0
     # measured

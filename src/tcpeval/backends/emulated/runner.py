@@ -39,6 +39,7 @@ from tcpeval.backends.emulated import (
     delay,
     host,
     record_parts,
+    sockops,
     topology,
     traffic,
 )
@@ -246,6 +247,12 @@ class EmulatedBackend:
                 run.flows = traffic.flow_procs(plan, run.handles, run_dir, run.dumbbell.place,
                                                topology.receiver_env(run.dumbbell.rwin, art.tevrcv),
                                                tevrpc=art.tevrpc)
+                if condition.sock_ops:
+                    run.sock_ops = sockops.SockOps(condition.sock_ops, run_id)
+                    stack.callback(run.sock_ops.stop)  # after the flows' processes are gone
+                    run.sock_ops.start()
+                    for f in run.flows:
+                        f.sender_wrap = run.sock_ops.wrap
                 ccadapter.set_namespace_defaults(run.topo, run.flows)
                 run.settings = PathSettings(*record_parts.read_settings(run.topo))
                 traffic.start_servers(run.topo, run.flows, stack)

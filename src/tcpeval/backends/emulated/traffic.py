@@ -51,6 +51,7 @@ class FlowProc:
     receiver_env: dict | None = None  # the server's environment (topology.receive_window)
     interrupted: bool = False         # ended early (a precision-driven run stopped it)
     receiver_cc: str | None = None    # the receiver's algorithm where it has a receive side (RECEIVE_SIDE)
+    sender_wrap: object = None        # args -> args: the sender side's processes in the sock_ops cgroup
 
     @property
     def pair(self) -> int:
@@ -79,7 +80,7 @@ class FlowProc:
         if self.sender_cpu is not None:
             args += ["-A", self.sender_cpu]
         self.started_at = time.monotonic()
-        self.client = host.spawn(args, ns=topo.ns(f"s{self.pair}"),
+        self.client = host.spawn(args, ns=topo.ns(f"s{self.pair}"), wrap=self.sender_wrap,
                                  stdout=open(self.out_path, "wb"), stderr=open(self.err_path, "wb"))
 
     @property
@@ -116,7 +117,7 @@ class RpcProc(FlowProc):
     def start_server(self, topo: topology.Topology) -> None:
         args = [str(self.tevrpc), "serve", "--port", str(RPC_PORT), "--out", str(self.server_path),
                 "--interval", f"{self.interval_s:g}", "--cc", self.kernel_name]
-        self.server = host.spawn(_pinned(args, self.sender_cpu), ns=topo.ns(f"s{self.pair}"),
+        self.server = host.spawn(_pinned(args, self.sender_cpu), ns=topo.ns(f"s{self.pair}"), wrap=self.sender_wrap,
                                  stdout=subprocess.DEVNULL,
                                  stderr=open(self.err_path.with_suffix(".server.log"), "wb"))
 

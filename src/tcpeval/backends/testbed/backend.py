@@ -143,6 +143,9 @@ class TestbedBackend:
                 f"condition.rtt_ms = {condition.rtt_ms}: the testbed path is patched for {patched} ms "
                 f"(path.rtt_ms in {desc['_source']}); re-patch the rings and update it, or run "
                 "the conditions of this RTT first")
+        if condition.sock_ops:
+            raise ConditionError("condition.sock_ops: sock_ops programs are attached on the emulated backend "
+                                 "only (attach yours on the testbed's senders yourself)")
         for i, flow in enumerate(condition.flows):
             if flow.protocol == "rpc":
                 raise ConditionError(f"condition.flows[{i}].protocol: RPC flows run on the emulated backend "
