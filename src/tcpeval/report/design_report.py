@@ -435,36 +435,29 @@ def render_pdf(content: dict, path: Path) -> None:
         plt.close(fig)
         for sec in content["sections"]:
             if not sec.table.empty:
-                fig, ax = plt.subplots(figsize=(11.69, 0.5 + 0.3 * (len(sec.table) + 2)))
-                ax.axis("off")
-                heads = ["condition", "n", *[h for _, h, _, _ in sec.metric_cols]]
-                cells = [[str(r["condition"]), str(int(r["n"])),
-                          *[("n/a" if not np.isfinite(r.get(c, math.nan)) else f.format(r[c] * s))
-                            for c, _, s, f in sec.metric_cols]] for _, r in sec.table.iterrows()]
-                tab = ax.table(cellText=cells, colLabels=heads, loc="upper left", cellLoc="right")
-                tab.auto_set_font_size(False)
-                tab.set_fontsize(7)
-                tab.auto_set_column_width(list(range(len(heads))))
-                ax.set_title(f"{sec.name}: {sec.description}", fontsize=9, loc="left")
-                pdf.savefig(fig, bbox_inches="tight")
-                plt.close(fig)
+                _pdf_table(pdf, ["condition", "n", *[h for _, h, _, _ in sec.metric_cols]],
+                           [[str(r["condition"]), str(int(r["n"])), *_cells(r, sec.metric_cols)]
+                            for _, r in sec.table.iterrows()], f"{sec.name}: {sec.description}")
             if sec.flow_table is not None and not sec.flow_table.empty:
-                t = sec.flow_table
-                fig, ax = plt.subplots(figsize=(11.69, 0.5 + 0.3 * (len(t) + 2)))
-                ax.axis("off")
-                heads = ["condition", "flow", "n", *[h for _, h, _, _ in sec.flow_cols]]
-                cells = [[str(r["condition"]), str(r["label"]), str(int(r["n"])), *_cells(r, sec.flow_cols)]
-                         for _, r in t.iterrows()]
-                tab = ax.table(cellText=cells, colLabels=heads, loc="upper left", cellLoc="right")
-                tab.auto_set_font_size(False)
-                tab.set_fontsize(7)
-                tab.auto_set_column_width(list(range(len(heads))))
-                ax.set_title(f"{sec.name}: per flow", fontsize=9, loc="left")
-                pdf.savefig(fig, bbox_inches="tight")
-                plt.close(fig)
+                _pdf_table(pdf, ["condition", "flow", "n", *[h for _, h, _, _ in sec.flow_cols]],
+                           [[str(r["condition"]), str(r["label"]), str(int(r["n"])), *_cells(r, sec.flow_cols)]
+                            for _, r in sec.flow_table.iterrows()], f"{sec.name}: per flow")
             for f in sec.figures:
                 pdf.savefig(f, bbox_inches="tight")
                 plt.close(f)
+
+
+def _pdf_table(pdf, heads: list[str], cells: list[list[str]], title: str) -> None:
+    """One table on a page of its own."""
+    fig, ax = plt.subplots(figsize=(11.69, 0.5 + 0.3 * (len(cells) + 2)))
+    ax.axis("off")
+    tab = ax.table(cellText=cells, colLabels=heads, loc="upper left", cellLoc="right")
+    tab.auto_set_font_size(False)
+    tab.set_fontsize(7)
+    tab.auto_set_column_width(list(range(len(heads))))
+    ax.set_title(title, fontsize=9, loc="left")
+    pdf.savefig(fig, bbox_inches="tight")
+    plt.close(fig)
 
 
 def write(design: dict, campaign: str, backend: str, results: Path, out_dir: Path, *,
