@@ -33,7 +33,10 @@ from tcpeval.precision import StopRule
 from tcpeval.provenance import REPO_ROOT
 
 # Grid keys that set the condition rather than fill a flow template.
-CONDITION_KEYS = ("rtt_ms", "drop", "rate_bps", "buffer_bytes", "ecn_threshold_bytes")
+# The bottleneck's settings a grid may vary beside rtt_ms and drop (each names a path
+# segment when it does, tcpeval.paths.FACTOR_LABELS); all are quantities with units.
+LINK_KEYS = ("rate_bps", "buffer_bytes", "ecn_threshold_bytes")
+CONDITION_KEYS = ("rtt_ms", "drop", *LINK_KEYS)
 # Flow-template fields that take a number (or a "{grid-key}" placeholder for one).
 FLOW_NUMBERS = ("start_s", "start_fraction", "stop_s", "stop_fraction", "rate_bps", "count",
                 "request_bytes", "response_bytes", "rpcs_per_s")
@@ -270,14 +273,14 @@ def normalise_numbers(design: Any, source: str = "design") -> Any:
         except quantity.QuantityError as err:
             problems.append(str(err))
 
-    def fix_fields(layer, where: str, keys=("rate_bps", "buffer_bytes", "ecn_threshold_bytes")) -> None:
+    def fix_fields(layer, where: str, keys=LINK_KEYS) -> None:
         for key in keys:
             if isinstance(layer, dict) and key in layer:
                 fix(layer, key, key, f"{where}/{key}")
 
     def fix_lists(mapping, where: str) -> None:
         """A grid's or a selection's lists of rates and sizes."""
-        for key in ("rate_bps", "buffer_bytes", "ecn_threshold_bytes"):
+        for key in LINK_KEYS:
             values = mapping.get(key) if isinstance(mapping, dict) else None
             for i in range(len(values) if isinstance(values, list) else 0):
                 fix(values, i, key, f"{where}/{key}/{i}")
@@ -465,7 +468,7 @@ def varying_factors(crit: dict) -> list[str]:
     key (rate_bps, buffer_bytes, and keys the flows' numbers refer to) with more than one
     value. Variant-valued keys are named by the flows segment; rtt_ms and drop always are."""
     grid = crit["grid"]
-    keys = [k for k in ("rate_bps", "buffer_bytes", "ecn_threshold_bytes") if k in grid] + _numeric_keys(grid)
+    keys = [k for k in LINK_KEYS if k in grid] + _numeric_keys(grid)
     return [k for k in grid if k in keys and len(grid[k]) > 1]
 
 
