@@ -95,6 +95,35 @@ def test_acks_around_filled_holes_do_not_count_against_the_lower_bound_only():
     assert "stretch ACKs" in fidelity.ack_clock_check(2.6, 6_319, 2.9)
 
 
+def test_the_acks_that_ce_marks_call_for_at_once_lower_the_lower_bound_only():
+    # a three-flow DCTCP run at 20 us: its receivers ACK at once at each change of CE state
+    # (RFC 8257); 1.73 segments per ACK with 4.6 % of the ECN-capable frames marked
+    link = {"ecn": {"ect_frames": 303_814, "ce_marked": 13_939}}
+    share = fidelity.marked_share(link)
+    assert share == pytest.approx(0.04588, abs=1e-5)
+    assert fidelity.ack_clock_floor(share) == pytest.approx(1.9 / (1 + 8 * share))
+    assert fidelity.ack_clock_check(1.73, 50_000, marked_share=share) is None
+    finding = fidelity.ack_clock_check(1.73, 50_000)  # the same clock without marks
+    assert finding.check == "ACK clock" and finding.limit == 1.9
+    # far below even the bound the marks allow, and stretched ACKs, stay flagged
+    low = fidelity.ack_clock_check(1.2, 50_000, marked_share=share)
+    assert "4.6 % of the frames marked CE" in str(low) and low.limit == pytest.approx(1.390, abs=1e-3)
+    assert "stretch ACKs" in str(fidelity.ack_clock_check(2.6, 50_000, marked_share=share))
+    # no marking, or a link without ECN counts: the 3.16 bound
+    assert fidelity.marked_share(None) == fidelity.marked_share({"ecn": {"ect_frames": 0}}) == 0.0
+    assert fidelity.ack_clock_floor(0.0) == 1.9
+
+
+def test_a_verdict_reads_the_marked_share_from_the_link():
+    setting = fidelity.Setting(rtt_ms=2.0, drop=0.0, rate_bps=None)
+    path = fidelity.PathMeasurements(seen=10_000, dropped=0, rtt_ms=2.0)
+    flows = fidelity.FlowMeasurements(segments_per_ack=1.73, receiver_acks=50_000)
+    marked = fidelity.HostMeasurements(link_stats={"ecn": {"ect_frames": 1000, "ce_marked": 50}})
+    assert not any(f["check"] == "ACK clock" for f in fidelity.verdict(setting, path, marked, flows)["findings"])
+    unmarked = fidelity.verdict(setting, path, fidelity.HostMeasurements(), flows)
+    assert any(f["check"] == "ACK clock" for f in unmarked["findings"])
+
+
 def test_a_window_released_at_once_after_a_retransmission_is_not_flagged():
     # 0.2 Gbps, 20 ms, 1 MB buffer: 1.5 MB can wait behind a hole and reach the reader in
     # one 0.1 s interval: 0.24 Gbps + 8 x 1.5 MB / 0.1 s = 0.36 Gbps is the limit

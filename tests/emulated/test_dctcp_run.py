@@ -37,6 +37,12 @@ def _swing(record: dict) -> float:
     return w[len(w) // 4] / w[3 * len(w) // 4]
 
 
+def _extremes(record: dict) -> float:
+    """The sender's window over the run's second half, smallest / largest sample."""
+    w = _steady(record, "cwnd_bytes")
+    return w[0] / w[-1]
+
+
 def test_dctcp_cuts_by_the_marked_fraction_and_keeps_the_link_full(backend, tmp_path, rate_on):
     rate = rate_on("tevlink", RTT_MS)
     bdp = rate / 8 * RTT_MS / 1e3
@@ -45,19 +51,29 @@ def test_dctcp_cuts_by_the_marked_fraction_and_keeps_the_link_full(backend, tmp_
     reno = _run(backend, tmp_path / "reno", "reno", "native", rate, k)
     flow = dctcp["flows"][0]
     assert flow["cc"]["verified"] == "dctcp_tev" and flow["cc"]["receiver"] == "dctcp_tev"
+    assert flow["cc"]["ecn"] == {"negotiated": True, "response": "marked_fraction"}
     for record in (dctcp, reno):
         assert record["fidelity"]["verdict"] == "ok", record["fidelity"]["reasons"]
         ecn = record["measured"]["ecn"]
         assert ecn["ce_marked"] > 0 and ecn["not_ect_over_threshold"] == 0
-    # Reno halves at the first mark of a window and never reaches the tail; DCTCP reacts to
-    # marks, not losses (the few it has come where this VM skipped one of its hooks, which
-    # the port's guard counts: measured.cc_guard)
+    # Reno halves at the first mark of a window and never reaches the tail; nor does DCTCP's
+    # window, which follows the marks. What tail drops DCTCP has are the host's: where this
+    # VM skips its ssthresh() the stack takes a garbage threshold, PRR lets it send all the
+    # socket holds (~470 segments, once every second or so) and the port's next hook repairs
+    # it. The guard counts those segments (sent above the window the port allowed) and the
+    # skipped reductions, so every drop is one of them and none comes without a skip.
     assert reno["measured"]["delay_line"]["link"]["tail_drops"] == 0
     ecn = dctcp["measured"]["ecn"]
-    assert ecn["ce_marked"] > 10 * dctcp["measured"]["delay_line"]["link"]["tail_drops"]
+    tail_drops = dctcp["measured"]["delay_line"]["link"]["tail_drops"]
+    guard = dctcp["measured"]["cc_guard"]["dctcp_tev"]
+    assert tail_drops <= guard["sent_over"], (tail_drops, guard)
+    assert tail_drops == 0 or guard["missed_reductions"] + guard["foreign_ssthresh"] > 0, guard
     # a fraction of the frames marked, the window trimmed by it: no sawtooth, a queue near K
     assert 0 < ecn["ce_marked"] / ecn["ect_frames"] < 0.5
-    assert _swing(dctcp) > 0.85 > _swing(reno)
+    # (Reno's sawtooth at 2 ms lasts about as long as the 0.1-s sampling interval, so its
+    # samples alias: their quartiles may lie close together; over the half's 40 samples the
+    # phase drifts through the cycle, and the extremes show the halving)
+    assert _swing(dctcp) > 0.85 and _extremes(reno) < 0.75
     rtts = _steady(dctcp, "rtt_us")
     assert rtts[len(rtts) // 2] / 1e3 < RTT_MS + 2 * k * 8 / rate * 1e3
     # and the link stays full, where Reno's halving leaves it idle part of the time

@@ -48,6 +48,12 @@ Tolerances (documented in the trace under fidelity.tolerances):
   leaving out what a loss makes them ACK at once, must lie in SEGS_PER_ACK (3.16 receivers
   with delayed ACKs sent one ACK per two segments; every 3.16 algorithm counts ACKs, so a
   stretched clock slows each of them). Judged once the receivers sent MIN_ACKS ACKs then.
+  Where the link marks CE, the lower bound gives way by what the marks make receivers ACK
+  at once: an RFC 3168 receiver ACKs the first marked segment at once (quick ACKs), and a
+  DCTCP receiver (RFC 8257) sends its pending delayed ACK and ACKs the segment at each
+  change of CE state, so a marked segment costs at most ACKS_PER_MARK ACKs beyond the
+  every-second one: the bound is SEGS_PER_ACK[0] / (1 + 2 x ACKS_PER_MARK x the marked
+  share of the ECN-capable frames). The upper bound stays: marks add ACKs, never stretch.
 - receiver rate: no flow's receiver may get more than INTERVAL_RATE_MAX x the bottleneck
   rate in two adjacent sampling intervals (their edges jitter with the receiver's report
   timer, and differ from the sender's by a fraction of a packet train, not by a factor),
@@ -104,6 +110,7 @@ HELD_MS = (LATE_MAX_MS, 1, LATE_HARD_MS, 5)  # thresholds the delay line counts 
 LATE_HARD_SHARE_MAX = 2e-3
 WINDOW_BOUND = 4
 SEGS_PER_ACK = (1.9, 2.5)
+ACKS_PER_MARK = 4  # at most: into and out of a CE run, each an early delayed ACK and an immediate one
 HOLE_FILL_ACKS = 16  # 3.16's TCP_MAX_QUICKACKS: ACKs a receiver may send at once around a hole
 MIN_ACKS = 1000
 INTERVAL_RATE_MAX = 1.2
@@ -135,6 +142,7 @@ def tolerances(dilation: int = 1) -> dict:
                        "min_samples": LOADED_RTT_MIN_SAMPLES},
         "window": {"max_cwnd_over_bdp_plus_buffer": WINDOW_BOUND, "rtt": "max(setting, loaded RTT)"},
         "ack_clock": {"segments_per_ack": list(SEGS_PER_ACK), "min_acks": MIN_ACKS,
+                      "extra_acks_per_ce_mark": ACKS_PER_MARK,
                       "lower_bound_leaves_out_acks_per_retransmission": HOLE_FILL_ACKS},
         "receiver_rate": {"max_interval_over_bottleneck": INTERVAL_RATE_MAX},
         "cc_guard": {"min_events": GUARD_MIN_EVENTS, "share_of_reductions_max": GUARD_SHARE_MAX,
@@ -294,24 +302,39 @@ def loaded_rtt_check(per_flow: dict, rtt_setting_ms: float, buffer_bytes: float 
 
 
 def ack_clock_check(segments_per_ack: float | None, acks: int | None,
-                    after_hole_fills: float | None = None) -> Finding | None:
+                    after_hole_fills: float | None = None, marked_share: float = 0.0) -> Finding | None:
     """after_hole_fills: the same ratio with HOLE_FILL_ACKS ACKs per retransmission left
     out, judged against the lower bound only: a filled hole releases a window's data to
     the reader at once, and the window updates of its reads (tcp_cleanup_rbuf, 3.16 too)
     and the immediate ACK of the fill add about ten ACKs per retransmission
-    (docs/fidelity.md)."""
+    (docs/fidelity.md). marked_share: the share of the ECN-capable frames the link marked
+    CE, whose immediate ACKs lower the lower bound (ack_clock_floor)."""
     if segments_per_ack is None or not acks or acks < MIN_ACKS:
         return None
-    lo, hi = SEGS_PER_ACK
+    lo, hi = ack_clock_floor(marked_share), SEGS_PER_ACK[1]
     if segments_per_ack < lo and after_hole_fills is not None and after_hole_fills >= lo:
         return None
     if not lo <= segments_per_ack <= hi:
         what = "stretch ACKs" if segments_per_ack > hi else "ACKs for less than two segments"
+        marks = f", with {100 * marked_share:.1f} % of the frames marked CE" if marked_share else ""
         return Finding("ACK clock", f"receivers sent {segments_per_ack:.2f} in-order segments per ACK "
-                                    f"in steady state, outside [{lo}, {hi}] ({what}; 3.16 receivers "
-                                    "ACKed every second segment)",
+                                    f"in steady state, outside [{lo:.3g}, {hi}] ({what}; 3.16 receivers "
+                                    f"ACKed every second segment{marks})",
                        measured=segments_per_ack, limit=hi if segments_per_ack > hi else lo)
     return None
+
+
+def ack_clock_floor(marked_share: float = 0.0) -> float:
+    """The ACK clock's lower bound in segments per ACK: SEGS_PER_ACK[0], less what the
+    link's marks make receivers ACK at once (at most ACKS_PER_MARK ACKs per marked frame
+    beyond one per two segments)."""
+    return SEGS_PER_ACK[0] / (1.0 + 2.0 * ACKS_PER_MARK * max(0.0, marked_share or 0.0))
+
+
+def marked_share(link_stats: dict | None) -> float:
+    """The share of the ECN-capable frames the link engine marked CE (0 without marking)."""
+    ecn = (link_stats or {}).get("ecn") or {}
+    return ecn["ce_marked"] / ecn["ect_frames"] if ecn.get("ect_frames") else 0.0
 
 
 def receiver_rate_check(interval_bps: list, rate_bps: float, held_bytes: float = 0.0,
@@ -477,7 +500,7 @@ def verdict(setting: Setting, path: PathMeasurements, host: HostMeasurements = H
     for reason in (loaded_rtt_check(loaded, s.rtt_ms, s.buffer_bytes, s.rate_bps, k),
                    window_check(flows.max_cwnd_bytes, rate, s.rtt_ms, s.buffer_bytes, worst_loaded),
                    ack_clock_check(flows.segments_per_ack, flows.receiver_acks,
-                                   flows.segments_per_ack_after_hole_fills),
+                                   flows.segments_per_ack_after_hole_fills, marked_share(host.link_stats)),
                    receiver_rate_check(list(flows.interval_bps), rate, held_bytes=held_bytes,
                                        interval_s=s.interval_s),
                    guard_check(flows.cc_guard), pacing_check(flows.sender_defaults or {})):
