@@ -71,4 +71,40 @@ def test_a_run_with_ecn_marks_at_k_and_the_flow_backs_off_before_the_buffer_fill
     link = on_disk["measured"]["delay_line"]["link"]
     assert link["tail_drops"] == 0 and link["max_backlog_bytes"] < buffer_bytes / 2
     assert record["environment"]["sysctls"]["endpoints"]["s1"]["net.ipv4.tcp_ecn"] in (1, "1")
+    # what the flow did with ECN is recorded: negotiated, and answered as a loss would be
+    assert on_disk["flows"][0]["cc"]["ecn"] == {"negotiated": True, "response": "as_loss"}
+    assert nothing_left(run_id_of(tmp_path))
+
+
+@pytest.mark.root
+def test_ecn_on_an_algorithm_that_ignores_marks_is_allowed_and_recorded(backend, tmp_path, rate_on):
+    """BBR negotiates ECN like any flow but sets its window from its model: the link marks
+    it, nothing backs off at K, and the trace says which flow ignored the marks -- beside a
+    UDP flow, whose frames are never ECN-capable and meet the tail drop alone."""
+    from dataclasses import replace
+
+    from emulated_helpers import nothing_left, run_id_of
+
+    from tcpeval import trace
+    from tcpeval.backends import algorithms
+    from tcpeval.condition import Flow
+    from tcpeval.spec import adhoc_condition
+
+    if "bbr" not in algorithms.native_here():
+        pytest.skip("this kernel has no native bbr")
+    rate = rate_on("tevlink", 10.0)
+    cond = adhoc_condition(["bbr"], 10.0, 0.0, 4.0, impl="native", rate_bps=rate, buffer_bytes=250_000,
+                           seed=5, dilation=1)
+    udp = Flow("udp", protocol="udp", rate_bps=rate / 20)
+    cond = replace(cond, flows=(*cond.flows, udp), ecn_threshold_bytes=K)
+    backend.run(cond, tmp_path)
+    on_disk = trace.read_trace(tmp_path)
+    bbr, cross = on_disk["flows"]
+    assert bbr["cc"]["verified"] == "bbr"
+    assert bbr["cc"]["ecn"] == {"negotiated": True, "response": "ignores"}
+    assert cross["protocol"] == "udp" and cross["cc"]["ecn"] == {"negotiated": False, "response": None}
+    ecn = on_disk["measured"]["ecn"]
+    # BBR's frames are marked (it keeps more than K queued) and the UDP frames found the
+    # queue above K without being ECN-capable
+    assert ecn["ce_marked"] > 0 and ecn["not_ect_over_threshold"] > 0
     assert nothing_left(run_id_of(tmp_path))

@@ -236,6 +236,8 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
             "min_bps": float(p["rates"].min()) if p["n"] else math.nan,
             "max_bps": float(p["rates"].max()) if p["n"] else math.nan,
             **_rpc_columns(f.get("rpc")),
+            "ecn_negotiated": (f["cc"].get("ecn") or {}).get("negotiated"),
+            "ecn_response": (f["cc"].get("ecn") or {}).get("response"),
         })
 
     first = per_flow[0]

@@ -17,6 +17,7 @@ from ._build import (
                       kernel_headers,
 )
 from ._common import (
+                      ECN_RESPONSES,
                       EXTRA_VARIANTS,
                       IMPLS,
                       VARIANTS,
@@ -24,6 +25,7 @@ from ._common import (
                       HostError,
                       UnknownVariantError,
                       available_algorithms,
+                      ecn_response,
                       kernel_name,
                       source_sha256,
                       struct_ops_map_ids,
@@ -33,6 +35,7 @@ from ._kmod import missing as kmod_missing
 from ._load import LOADED_AS, CCHandle, loaded, loaded_object
 from ._params import parameters
 from ._verify import (
+                      parse_ss,
                       set_socket_algorithm,
                       socket_algorithm,
                       ss_algorithms,
@@ -41,10 +44,10 @@ from ._verify import (
 )
 
 __all__ = [
-    "VARIANTS", "EXTRA_VARIANTS", "IMPLS", "CCError", "HostError", "UnknownVariantError", "CCHandle",
+    "VARIANTS", "EXTRA_VARIANTS", "ECN_RESPONSES", "ecn_response", "IMPLS", "CCError", "HostError", "UnknownVariantError", "CCHandle",
     "build", "build_host", "build_modules", "check_host", "host_status", "kernel_headers",
     "loaded", "loaded_object", "LOADED_AS", "kmod_missing", "guard_stats", "GUARD_MAXIMA", "parse_bss_dump", "parameters", "kernel_name", "source_sha256", "available_algorithms",
     "struct_ops_map_ids",
     "socket_algorithm", "set_socket_algorithm", "verify_socket_algorithm",
-    "ss_algorithms", "verify_flows",
+    "ss_algorithms", "parse_ss", "verify_flows",
 ]

@@ -21,6 +21,20 @@ SUFFIX = "316"
 EXTRA_KERNEL_NAMES = {"dctcp": "dctcp_tev", "nv": "nv_tev"}
 EXTRA_VARIANTS = tuple(EXTRA_KERNEL_NAMES)
 
+# How an algorithm answers a CE mark its receiver echoes (ECE), by kernel name. Every
+# Linux algorithm that a mark reaches through the stack reduces as for a loss: the stack
+# enters CWR and calls its ssthresh() once per window (RFC 3168). DCTCP reduces by the
+# marked fraction instead. BBR (v1) ignores marks: it sets the window from its model
+# (cong_control), which takes the place of the reduction CWR would make.
+ECN_RESPONSES = ("as_loss", "marked_fraction", "ignores")
+_ECN_RESPONSE = {"dctcp": "marked_fraction", "dctcp_tev": "marked_fraction", "bbr": "ignores"}
+
+
+def ecn_response(kernel_name: str) -> str:
+    """One of ECN_RESPONSES: what the algorithm known to the kernel as ``kernel_name`` does
+    with an echoed CE mark."""
+    return _ECN_RESPONSE.get(kernel_name, "as_loss")
+
 CC_DIR = REPO_ROOT / "cc"
 SHIM = CC_DIR / "include" / "cc316.h"
 

@@ -41,32 +41,43 @@ def verify_socket_algorithm(sock: socket.socket, expected) -> str:
 
 
 def ss_algorithms(netns: str | None = None, port: int | None = None) -> list[dict]:
-    """Established TCP flows with their algorithm, from `ss -tin` (optionally in a
-    network namespace, optionally only flows with `port` on either end)."""
-    cmd = ["ss", "-tinH", "state", "established"]
+    """Established TCP flows with their algorithm and whether they negotiated ECN (`ecn`)
+    and have seen a mark (`ecn_seen`), from `ss -tin` (optionally in a network namespace,
+    optionally only flows with `port` on either end)."""
+    cmd = ["ss", "-tinoH", "state", "established"]  # -o: the options (ts, sack, ecn) too
     if netns:
         cmd = ["ip", "netns", "exec", netns] + cmd
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise CCError(f"{' '.join(cmd)} failed: {proc.stderr.strip()}")
+    flows = parse_ss(proc.stdout)
+    if port is not None:
+        suffix = f":{port}"
+        flows = [f for f in flows if f["local"].endswith(suffix) or f["peer"].endswith(suffix)]
+    return flows
+
+
+def parse_ss(text: str) -> list[dict]:
+    """The flows of `ss -tinoH state established` output: one line per socket (Recv-Q
+    Send-Q Local Peer), then an indented info line whose first word that is neither a flag
+    (ts, sack, ecn, ecnseen, fastopen) nor a name:value pair is the algorithm."""
     flows, cur = [], None
-    for line in proc.stdout.splitlines():
+    for line in text.splitlines():
         if not line.strip():
             continue
         if not line[0].isspace():
             parts = line.split()
-            # -H with a state filter: Recv-Q Send-Q Local Peer
-            cur = {"local": parts[2], "peer": parts[3], "algorithm": None}
+            cur = {"local": parts[2], "peer": parts[3], "algorithm": None, "ecn": False, "ecn_seen": False}
             flows.append(cur)
         elif cur is not None and cur["algorithm"] is None:
             for tok in line.split():
+                if tok in ("ecn", "ecnseen"):
+                    cur["ecn"] = True
+                    cur["ecn_seen"] = cur["ecn_seen"] or tok == "ecnseen"
                 if tok in _SS_FLAG_ONLY or ":" in tok:
                     continue
                 cur["algorithm"] = tok
                 break
-    if port is not None:
-        suffix = f":{port}"
-        flows = [f for f in flows if f["local"].endswith(suffix) or f["peer"].endswith(suffix)]
     return flows
 
 

@@ -162,7 +162,21 @@ def _flow_label(f: pd.Series) -> str:
         rate = f.get("rpc_rate_setting")
         text += (f", RPC {_size(f['rpc_request_bytes'])}/{_size(f['rpc_response_bytes'])}"
                  + (f" at {rate:g}/s" if rate is not None and np.isfinite(rate) else " back to back"))
-    return text
+    return text + _ecn_note(f)
+
+
+# What a flow does with the link's marks (flows[].cc.ecn), beside its label where it marks
+ECN_NOTES = {"as_loss": "ECN: reduces as for a loss", "marked_fraction": "ECN: reduces by the marked fraction",
+             "ignores": "ECN negotiated, marks ignored"}
+
+
+def _ecn_note(f: pd.Series) -> str:
+    negotiated = f.get("ecn_negotiated")
+    if negotiated is None or pd.isna(negotiated):
+        return ""  # the link does not mark, or a trace from before this was recorded
+    if not negotiated:
+        return "; no ECN (tail drop only)"
+    return f"; {ECN_NOTES.get(f.get('ecn_response'), 'ECN')}"
 
 
 def _size(nbytes: float) -> str:

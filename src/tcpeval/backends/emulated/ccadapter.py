@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,19 +106,11 @@ def guard_difference(after: dict | None, before: dict | None) -> dict | None:
     return {k: after[k] if k in maxima else after[k] - before.get(k, 0) for k in after}
 
 
-def socket_algorithms(ns: str, port: int) -> list[str]:
-    """Algorithms of the established flows to/from ``port`` in ``ns`` (``ss -ti``)."""
-    mod = cc_module()
-    if mod is not None and hasattr(mod, "ss_algorithms"):
-        return [f["algorithm"] for f in mod.ss_algorithms(ns, port)]
-    out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-tinH", "state", "established",
-                          f"( dport = :{port} or sport = :{port} )"], capture_output=True, text=True).stdout
-    algs = []
-    for line in out.splitlines():
-        if line[:1].isspace():
-            toks = [t for t in line.split() if ":" not in t and t not in ("ts", "sack", "ecn", "ecnseen")]
-            algs.append(toks[0] if toks else None)
-    return algs
+def socket_flows(ns: str, port: int) -> list[dict]:
+    """The established flows to/from ``port`` in ``ns`` (``ss -ti``): each one's
+    ``algorithm``, and whether it negotiated ECN (``ecn``)."""
+    from tcpeval.cc import ss_algorithms
+    return ss_algorithms(ns, port)
 
 
 ALLOWED_CC_PATH = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"

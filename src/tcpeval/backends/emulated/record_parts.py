@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import platform
 
+from tcpeval import cc as cc_module
 from tcpeval.backends import common, fidelity, record
 from tcpeval.backends.emulated import ccadapter, host, topology
 from tcpeval.backends.emulated.counters import cpu_shares
@@ -182,11 +183,23 @@ def flows(run: Run) -> list[dict]:
                 "dilation": getattr(handle, "dilation", None) if handle else None,
                 "loaded_as": getattr(handle, "loaded_as", None),
                 "receiver": res["receiver_cc"] or fp.receiver_cc,
-                "ss": fp.ss_algorithms},
+                "ss": fp.ss_algorithms, **flow_ecn(run.plan, fp, res)},
             parsed=res,
             raw_files=[fp.out_path.name, fp.err_path.name, fp.err_path.with_suffix(".server.log").name,
                        fp.server_path.name]))
     return out
+
+
+def flow_ecn(plan, fp, res: dict) -> dict:
+    """Where the link marks: whether the flow negotiated ECN (ss -ti on its socket; tevrpc's
+    TCP_INFO for an RPC flow; never for UDP) and how its algorithm answers a mark -- a run
+    may give ECN to an algorithm that ignores it, and says so here."""
+    if not plan.ecn_threshold_bytes:
+        return {}
+    if fp.protocol == "udp":
+        return {"ecn": {"negotiated": False, "response": None}}
+    negotiated = res.get("ecn") if fp.protocol == "rpc" else fp.ss_ecn
+    return {"ecn": {"negotiated": negotiated, "response": cc_module.ecn_response(fp.kernel_name)}}
 
 
 def environment(run: Run) -> dict:

@@ -44,6 +44,7 @@ class FlowProc:
     ended_at: float | None = None     # when the client was seen to have exited
     stop_s: float | None = None       # scheduled end (run seconds), None: the run's end
     ss_algorithms: list | None = None  # what `ss -ti` showed on the sender's sockets
+    ss_ecn: bool | None = None         # ... whether the flow's own socket negotiated ECN
     default_cc_set: bool = False
     ss_tries: int = 0
     sender_cpu: int | None = None    # iperf3 -A (topology.placement: kept off the
@@ -237,7 +238,7 @@ def parse_tevrpc(client: dict, server: dict, index: int) -> dict:
            "start_s": client["rpcs"]["start_s"], "latency_us": client["rpcs"]["latency_us"]}
     return {"samples": cols, "summary": summary, "samples_side": "receiver",
             "verified": server.get("cc_verified"), "receiver_cc": client.get("cc_verified"),
-            "iperf3_version": None, "rpc": rpc}
+            "iperf3_version": None, "rpc": rpc, "ecn": end.get("ecn")}
 
 
 def interrupted_report(client: dict, server: dict) -> dict:
@@ -365,10 +366,14 @@ def check_socket_cc(f: FlowProc, topo: topology.Topology, now: float, first_look
             and now - f.started_at > min(first_look_s + 0.3 * f.ss_tries, f.duration_s / 2)):
         return
     f.ss_tries += 1
-    algs = [a for a in ccadapter.socket_algorithms(topo.ns(f"s{f.pair}"), PORT) if a]
+    socks = [s for s in ccadapter.socket_flows(topo.ns(f"s{f.pair}"), PORT) if s["algorithm"]]
+    algs = [s["algorithm"] for s in socks]
     if not f.default_cc_set and f.kernel_name not in algs and len(algs) < 2 and f.ss_tries < SS_TRIES:
         return  # the control socket (namespace default) alone: look again
     f.ss_algorithms = algs
+    # the data socket carries the flow's algorithm (iperf3's control socket may not)
+    own = [s["ecn"] for s in socks if s["algorithm"] == f.kernel_name] or [s["ecn"] for s in socks]
+    f.ss_ecn = any(own) if own else None
     wrong = [a for a in algs if a != f.kernel_name]
     if not f.default_cc_set and f.kernel_name in algs:
         wrong = []  # only the data socket carries -C; the control one has the default

@@ -550,7 +550,8 @@ static void serve_connection(struct server *s, int fd, int64_t accepted)
  *  "bytes_sent": response bytes written, "stopped_by": "eof"|"reset"|"error"|"signal",
  *  "intervals": {"t_s", "cwnd_bytes", "rtt_us", "total_retrans" (cumulative),
  *                "bytes_acked" (cumulative)},
- *  "end": {"total_retrans", "min_rtt_us", "rtt_us", "cwnd_bytes", "bytes_acked"}}
+ *  "end": {"total_retrans", "min_rtt_us", "rtt_us", "cwnd_bytes", "bytes_acked",
+ *          "ecn" (the connection negotiated ECN: tcpi_options)}}
  * Without a connection (a signal before accept) the end's values are null.
  */
 static void write_server_json(FILE *f, const struct server *s)
@@ -589,13 +590,14 @@ static void write_server_json(FILE *f, const struct server *s)
 	fputs("]},\"end\":", f);
 	if (s->connected)
 		fprintf(f, "{\"total_retrans\":%" PRIu32 ",\"min_rtt_us\":%" PRIu32 ",\"rtt_us\":%" PRIu32
-			",\"cwnd_bytes\":%" PRIu64 ",\"bytes_acked\":%" PRIu64 "}",
+			",\"cwnd_bytes\":%" PRIu64 ",\"bytes_acked\":%" PRIu64 ",\"ecn\":%s}",
 			s->end.tcpi_total_retrans, s->end.tcpi_min_rtt, s->end.tcpi_rtt,
 			(uint64_t)s->end.tcpi_snd_cwnd * s->end.tcpi_snd_mss,
-			(uint64_t)s->end.tcpi_bytes_acked);
+			(uint64_t)s->end.tcpi_bytes_acked,
+			s->end.tcpi_options & TCPI_OPT_ECN ? "true" : "false");
 	else
 		fputs("{\"total_retrans\":null,\"min_rtt_us\":null,\"rtt_us\":null,"
-		      "\"cwnd_bytes\":null,\"bytes_acked\":null}", f);
+		      "\"cwnd_bytes\":null,\"bytes_acked\":null,\"ecn\":null}", f);
 	fputs("}\n", f);
 }
 
