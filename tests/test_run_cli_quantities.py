@@ -33,3 +33,27 @@ def test_bdp_leaves_the_buffer_to_the_path_and_a_bad_size_names_the_forms():
     assert parse_bytes("bdp") is None and parse_bytes(" BDP ") is None
     with pytest.raises(UserError, match=r"--buffer: .* accepted: .*\(or bdp\)"):
         parse_bytes("big")
+
+
+def _adhoc(*extra: str):
+    import argparse
+
+    from tcpeval.backends.cli import _condition, add_parsers
+    parser = argparse.ArgumentParser()
+    add_parsers(parser.add_subparsers())
+    args = parser.parse_args(["run", "--variant", "dctcp", "--variant", "cubic", "--rtt", "2", "--drop", "0",
+                                      "--duration", "5", "--out", "/tmp/x", *extra])
+    return _condition(args)[0]
+
+
+def test_ecn_and_its_queues_reach_an_adhoc_condition():
+    cond = _adhoc("--ecn", "30k", "--ecn-queues", "2")
+    assert cond.ecn_threshold_bytes == 30_000 and cond.ecn_queues == 2
+    assert _adhoc().ecn_threshold_bytes is None and _adhoc().ecn_queues is None
+
+
+def test_a_second_queue_without_marking_and_a_bad_threshold_name_the_option():
+    with pytest.raises(UserError, match=r"--ecn-queues: a second queue .* needs ECN marking in the first \(--ecn\)"):
+        _adhoc("--ecn-queues", "2")
+    with pytest.raises(UserError, match=r"--ecn: .* accepted"):
+        _adhoc("--ecn", "lots")

@@ -107,11 +107,12 @@ class Flow:
     request_bytes: int | None = None   # protocol rpc: each request's size
     response_bytes: int | None = None  # protocol rpc: each response's size
     rpcs_per_s: float | None = None    # protocol rpc: open loop at this rate; None: back to back
+    ecn: bool | None = None            # its endpoints ask for ECN (True) or not (False); None: the run's default
 
     def to_dict(self) -> dict:
         out = {"variant": self.variant, "impl": self.impl, "start_s": self.start_s,
                "protocol": self.protocol}
-        for key in ("rate_bps", "stop_s", "object", "request_bytes", "response_bytes", "rpcs_per_s"):
+        for key in ("rate_bps", "stop_s", "object", "request_bytes", "response_bytes", "rpcs_per_s", "ecn"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out
@@ -122,10 +123,13 @@ class Flow:
     def problems(self, duration_s: float) -> list[str]:
         """What makes this flow of a run lasting ``duration_s`` invalid, each as
         '<field>: <why>'; empty if nothing does."""
-        return [f"{name}: {why}" for name, why in flow_rule_problems(
+        out = [f"{name}: {why}" for name, why in flow_rule_problems(
             protocol=self.protocol, variant=self.variant, rate_given=bool(self.rate_bps and self.rate_bps > 0),
             impl=self.impl, object_given=self.object is not None, start=self.start_s, stop=self.stop_s,
             end=duration_s, rpc=self.rpc_settings())]
+        if self.ecn is not None and self.protocol == "udp":
+            out.append("ecn: a UDP flow's frames are never ECN-capable (iperf3 sets no ECT)")
+        return out
 
     def rpc_settings(self) -> dict:
         """The RPC fields given (all of them for an RPC flow, whose rules need them)."""
@@ -138,7 +142,8 @@ class Flow:
     def label(self) -> str:
         """The flow in a run path: its variant, and its implementation where that is not
         the 3.16 port ('bbr-native', 'mycc-bpf'); a UDP flow is 'udp'; an RPC flow adds
-        its response size and, open loop, its rate ('cubic-native-rpc10k', 'reno-rpc1m-r500')."""
+        its response size and, open loop, its rate ('cubic-native-rpc10k', 'reno-rpc1m-r500');
+        a flow whose endpoints are told to ask for ECN or not adds '-ecn' or '-noecn'."""
         if self.protocol == "udp":
             return UDP
         name = self.variant if self.impl == "port" else f"{self.variant}-{self.impl}"
@@ -146,6 +151,8 @@ class Flow:
             name += f"-rpc{_size_label(self.response_bytes)}"
             if self.rpcs_per_s is not None:
                 name += "-r" + f"{self.rpcs_per_s:g}".replace("+", "").replace(".", "p")
+        if self.ecn is not None:
+            name += "-ecn" if self.ecn else "-noecn"
         return name
 
 
@@ -176,6 +183,10 @@ class Condition:
     # ECN at the bottleneck: ECN-capable frames that find this many bytes queued are marked
     # CE (DCTCP's K); None: drop-tail only
     ecn_threshold_bytes: int | None = None
+    # 2: the bottleneck has a second, drop-tail queue for the flows that do not use ECN, a
+    # deficit round robin sharing the rate between the two (needs ecn_threshold_bytes);
+    # None (or 1): one queue for all
+    ecn_queues: int | None = None
     # a BPF sock_ops program (.bpf.o) attached to the senders' sockets; None: none
     sock_ops: str | None = None
     background_loss: float = 0.0
@@ -214,9 +225,13 @@ class Condition:
                   ("rate_bps", self.rate_bps is None or self.rate_bps > 0, "> 0 (or unset)"),
                   ("buffer_bytes", self.buffer_bytes is None or self.buffer_bytes > 0, "> 0 (or unset)"),
                   ("ecn_threshold_bytes", self.ecn_threshold_bytes is None or self.ecn_threshold_bytes > 0,
-                   "> 0 (or unset)")]
+                   "> 0 (or unset)"),
+                  ("ecn_queues", self.ecn_queues in (None, 1, 2), "1 or 2 (or unset)")]
         out += [f"{name}: {getattr(self, name)!r} is out of range; must be {rule}" for name, ok, rule in ranges
                 if not ok]
+        if self.ecn_queues == 2 and not self.ecn_threshold_bytes:
+            out.append("ecn_queues: a second queue for the traffic that does not use ECN needs "
+                       "ECN marking in the first (ecn_threshold_bytes)")
         for i, flow in enumerate(self.flows):
             out += [f"flows[{i}].{p}" for p in flow.problems(self.duration_s)]
         return out
@@ -234,7 +249,7 @@ class Condition:
             out["factors"] = dict(self.factors)
         else:
             del out["factors"]
-        for key in ("ecn_threshold_bytes", "sock_ops"):  # unset: as conditions were before them
+        for key in ("ecn_threshold_bytes", "ecn_queues", "sock_ops"):  # unset: as conditions were before them
             if out[key] is None:
                 del out[key]
         if self.stop is None:

@@ -34,19 +34,23 @@ from tcpeval.provenance import REPO_ROOT
 
 # Grid keys that set the condition rather than fill a flow template.
 # The bottleneck's settings a grid may vary beside rtt_ms and drop (each names a path
-# segment when it does, tcpeval.paths.FACTOR_LABELS); all are quantities with units.
-LINK_KEYS = ("rate_bps", "buffer_bytes", "ecn_threshold_bytes")
+# segment when it does, tcpeval.paths.FACTOR_LABELS or <key><value>).
+LINK_KEYS = ("rate_bps", "buffer_bytes", "ecn_threshold_bytes", "ecn_queues")
 CONDITION_KEYS = ("rtt_ms", "drop", *LINK_KEYS)
 # Flow-template fields that take a number (or a "{grid-key}" placeholder for one).
 FLOW_NUMBERS = ("start_s", "start_fraction", "stop_s", "stop_fraction", "rate_bps", "count",
                 "request_bytes", "response_bytes", "rpcs_per_s")
 RPC_FIELDS = ("request_bytes", "response_bytes", "rpcs_per_s")
 RUN_SETTINGS = ("duration_s", "interval_s", "repetitions", "rate_bps", "buffer_bytes", "ecn_threshold_bytes",
-                "sock_ops",
+                "ecn_queues", "sock_ops",
                 "background_loss", "hz", "impl", "dilation", "stop")
 
 DEFAULT_DESIGN = REPO_ROOT / "config" / "design.yaml"
 DESIGN_SCHEMA = REPO_ROOT / "workflow" / "schemas" / "design.schema.yaml"
+
+
+def _int_or_none(value) -> int | None:
+    return None if value is None else int(value)
 
 
 def _dilation_setting(value) -> str | int:
@@ -266,8 +270,8 @@ def normalise_numbers(design: Any, source: str = "design") -> Any:
 
     def fix(container, index, key: str, where: str) -> None:
         value = container[index]
-        if value is None or (isinstance(value, str) and _placeholders(value)):
-            return
+        if key not in _QUANTITIES or value is None or (isinstance(value, str) and _placeholders(value)):
+            return  # ecn_queues is a count, the schema's to check
         try:
             container[index] = _QUANTITIES[key](value, where)
         except quantity.QuantityError as err:
@@ -499,7 +503,8 @@ def _flows_of(crit: dict, name: str, point: dict, settings: dict, duration: floa
                     object=tmpl.get("object"),
                     request_bytes=int(num["request_bytes"]) if num["request_bytes"] is not None else None,
                     response_bytes=int(num["response_bytes"]) if num["response_bytes"] is not None else None,
-                    rpcs_per_s=float(num["rpcs_per_s"]) if num["rpcs_per_s"] is not None else None)
+                    rpcs_per_s=float(num["rpcs_per_s"]) if num["rpcs_per_s"] is not None else None,
+                    ecn=tmpl.get("ecn"))
         problems = flow.problems(duration)
         if problems:
             raise SpecError(f"{where}: " + "; ".join(problems))
@@ -561,6 +566,7 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                     rate_bps=point.get("rate_bps", settings["rate_bps"]),
                     buffer_bytes=point.get("buffer_bytes", settings["buffer_bytes"]),
                     ecn_threshold_bytes=point.get("ecn_threshold_bytes", settings["ecn_threshold_bytes"]),
+                    ecn_queues=_int_or_none(point.get("ecn_queues", settings["ecn_queues"])),
                     sock_ops=settings["sock_ops"],
                     background_loss=float(settings["background_loss"]), hz=int(settings["hz"]),
                     dilation=_dilation_setting(settings["dilation"]), stop=point_stop,
@@ -568,8 +574,11 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                                    float(point["drop"]), rep, extra),
                     design=label, factors=factors,
                 )
+                if rep == 1 and (problems := cond.problems()):
+                    raise SpecError(f"criteria/{name} (grid point {point}): " + "; ".join(problems))
                 path = paths.run_dir(cond)
-                identity = (cond.flows, cond.rate_bps, cond.buffer_bytes, cond.ecn_threshold_bytes, cond.sock_ops)
+                identity = (cond.flows, cond.rate_bps, cond.buffer_bytes, cond.ecn_threshold_bytes, cond.ecn_queues,
+                            cond.sock_ops)
                 if path in seen:
                     if seen[path] == identity:
                         continue  # the same condition reached twice (e.g. reno then reno)

@@ -71,6 +71,21 @@ def test_a_condition_for_another_rtt_than_the_patched_path_is_refused(testbed_la
 
 
 @pytest.mark.root
+def test_ecn_marking_and_a_flows_ecn_are_refused_naming_the_field(testbed_lab, tmp_path):
+    from dataclasses import replace
+    lab, path = testbed_lab
+    rtt = round(path.rtt_ms(), 3)
+    backend = TestbedBackend(description=path.description(rtt))
+    marked = replace(condition(rtt), ecn_threshold_bytes=30_000)
+    with pytest.raises(BackendError, match=r"condition.ecn_threshold_bytes: ECN marking .* dropper drops only"):
+        backend.run(marked, tmp_path / "marked")
+    told = replace(condition(rtt), flows=(replace(condition(rtt).flows[0], ecn=True),))
+    with pytest.raises(BackendError, match=r"condition.flows\[\].ecn: a flow's ECN setting"):
+        backend.run(told, tmp_path / "told")
+    assert not (tmp_path / "marked" / "trace.json").exists() and not (tmp_path / "told" / "trace.json").exists()
+
+
+@pytest.mark.root
 def test_an_algorithm_missing_on_the_sender_is_named(testbed_lab, tmp_path):
     lab, path = testbed_lab
     rtt = round(path.rtt_ms(), 3)

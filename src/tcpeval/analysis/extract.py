@@ -238,6 +238,7 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
             **_rpc_columns(f.get("rpc")),
             "ecn_negotiated": (f["cc"].get("ecn") or {}).get("negotiated"),
             "ecn_response": (f["cc"].get("ecn") or {}).get("response"),
+            "ecn_queue": (f["cc"].get("ecn") or {}).get("queue"),
         })
 
     first = per_flow[0]

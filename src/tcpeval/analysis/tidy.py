@@ -70,7 +70,7 @@ FLOW_SCHEMA = pa.schema([
     ("rpc_lat_max_us", _F), ("rpc_lat_p50_us", _F), ("rpc_lat_p90_us", _F), ("rpc_lat_p99_us", _F),
     ("rpc_lat_p999_us", _F), ("rpc_lat_cdf_us", pa.list_(pa.float64())),
     # where the link marks (flows[].cc.ecn); null elsewhere
-    ("ecn_negotiated", _B), ("ecn_response", _S),
+    ("ecn_negotiated", _B), ("ecn_response", _S), ("ecn_queue", _S),
 ])
 _F32 = pa.float32()
 SAMPLE_SCHEMA = pa.schema([

@@ -97,6 +97,16 @@ def _condition(args):
         raise UserError(str(err)) from None
     if stack:
         condition = replace(condition, stack=stack)
+    if args.ecn is not None or args.ecn_queues is not None:
+        try:
+            k = quantity.size(args.ecn, "--ecn") if args.ecn is not None else None
+        except quantity.QuantityError as err:
+            raise UserError(str(err)) from None
+        condition = replace(condition, ecn_threshold_bytes=k, ecn_queues=args.ecn_queues)
+        problems = [p for p in condition.problems() if p.startswith("ecn")]
+        if problems:
+            raise UserError("; ".join(p.replace("ecn_threshold_bytes", "--ecn").replace("ecn_queues", "--ecn-queues")
+                                      for p in problems))
     return condition, Path(args.out)
 
 
@@ -362,6 +372,10 @@ def add_parsers(sub) -> None:
                    help="with --precision: not before S s")
     p.add_argument("--rate", help="bottleneck rate (5G, 9.5gbit, 500M); default: calibrated host rate")
     p.add_argument("--buffer", help="bottleneck buffer (4M, 16MiB, bytes, or 'bdp' = one BDP, the default)")
+    p.add_argument("--ecn", metavar="K", help="emulated: mark CE on ECN-capable frames that find K bytes queued "
+                                               "(30k; the link engine; endpoints ask for ECN)")
+    p.add_argument("--ecn-queues", type=int, choices=[1, 2], default=None,
+                   help="with --ecn: 2 gives the flows without ECN a drop-tail queue of their own (DRR between)")
     p.add_argument("--stop", help="stop times in s per flow, e.g. -,20 ('-': to the end)")
     p.add_argument("--impl", default="port", choices=["port", "native", "bpf"],
                    help="port: the 3.16 port; native: the host kernel's (e.g. bbr); bpf: your own --object")

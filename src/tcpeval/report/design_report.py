@@ -174,9 +174,11 @@ def _ecn_note(f: pd.Series) -> str:
     negotiated = f.get("ecn_negotiated")
     if negotiated is None or pd.isna(negotiated):
         return ""  # the link does not mark, or a trace from before this was recorded
+    queue = f.get("ecn_queue")
+    where = f", {queue.replace('_', '-')} queue" if isinstance(queue, str) else ""
     if not negotiated:
-        return "; no ECN (tail drop only)"
-    return f"; {ECN_NOTES.get(f.get('ecn_response'), 'ECN')}"
+        return f"; no ECN (tail drop only){where}"
+    return f"; {ECN_NOTES.get(f.get('ecn_response'), 'ECN')}{where}"
 
 
 def _size(nbytes: float) -> str:

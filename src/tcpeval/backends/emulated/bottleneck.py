@@ -39,7 +39,8 @@ PEAK_FACTOR = 100
 
 
 def shape(topo: topology.Topology, rate_bps: float | None, buffer_bytes: int, dilation: int = 1,
-          link: str = "tbf", art=None, ecn_threshold_bytes: int | None = None) -> dict:
+          link: str = "tbf", art=None, ecn_threshold_bytes: int | None = None,
+          flow_queues: list | None = None) -> dict:
     """Rate and buffer on the bottleneck (nothing for an unshaped calibration run, rate
     None); returns mechanisms.rate_detail. For ``tevlink`` this prepares the path (the
     senders' frames, the data taps); the delay line's process is the link (delay.py)."""
@@ -48,7 +49,7 @@ def shape(topo: topology.Topology, rate_bps: float | None, buffer_bytes: int, di
     sender_segs = topology.sender_gso_max_segs(rate_bps * dilation, WIRE_FRAME_BYTES)
     topo.cap_sender_frames(sender_segs)
     if link == "tevlink":
-        return engine_path(topo, art, rate_bps, buffer_bytes, sender_segs, ecn_threshold_bytes)
+        return engine_path(topo, art, rate_bps, buffer_bytes, sender_segs, ecn_threshold_bytes, flow_queues)
     if ecn_threshold_bytes:
         raise host.BackendError(f"ecn_threshold_bytes: ECN marking needs the link engine; the link is {link}")
     burst = max(2 * WIRE_FRAME_BYTES, int(rate_bps / 8 * TBF_BURST_S))
@@ -67,7 +68,7 @@ def shape(topo: topology.Topology, rate_bps: float | None, buffer_bytes: int, di
 
 
 def engine_path(topo: topology.Topology, art, rate_bps: float, buffer_bytes: int, sender_segs: int,
-                ecn_threshold_bytes: int | None = None) -> dict:
+                ecn_threshold_bytes: int | None = None, flow_queues: list | None = None) -> dict:
     """The data path through the link engine: the senders segment their TSO frames in
     software before their veth (GSO: the engine sees wire packets, one drop decision each),
     and the kernel's own copy of each data frame is discarded at the switch's sender ports
@@ -88,7 +89,12 @@ def engine_path(topo: topology.Topology, art, rate_bps: float, buffer_bytes: int
             **({"ecn_threshold_bytes": ecn_threshold_bytes,
                 "ecn": "an ECT(0)/ECT(1) frame that finds ecn_threshold_bytes or more queued before it is "
                        "marked CE (IPv4 header checksum updated); a frame that is not ECN-capable is left "
-                       "to the tail drop"} if ecn_threshold_bytes else {})}
+                       "to the tail drop"} if ecn_threshold_bytes else {}),
+            **({"ecn_queues": 2, "flow_queues": ["marking" if q == 0 else "drop_tail" for q in flow_queues],
+                "queues": "two queues, each with the whole buffer: the marking one for the flows whose "
+                          "algorithm asks for ECN, a drop-tail one for the rest; a deficit round robin, one "
+                          "full frame (1514 bytes) per turn, shares the rate while both have frames waiting"}
+               if flow_queues else {})}
 
 
 def qdisc_stats(ns: str, dev: str) -> dict:

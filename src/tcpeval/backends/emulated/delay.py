@@ -148,11 +148,15 @@ class DelayLine:
             args += ["--rate-bps", f"{self.link['rate_bps']:.0f}", "--buffer-bytes", self.link["limit_bytes"]]
             if self.link.get("ecn_threshold_bytes"):
                 args += ["--ecn-threshold-bytes", self.link["ecn_threshold_bytes"]]
+            queues = self.link.get("flow_queues")  # pair i carries flow i - 1
+            if queues:
+                args += ["--ecn-queues", 2]
             for port in t.sender_ports():
                 args += ["--data-in", port]
             for i in range(1, t.pairs + 1):
+                queue = f",{int(queues[i - 1] == 'drop_tail')}" if queues else ""
                 args += ["--data-route", f"{topology.receiver_ip(i)}={t.dev(f'r{i}')},"
-                                         f"{t.mac(f'r{i}', t.dev('ep'))},{t.mac('sw', t.bottleneck_dev)}"]
+                                         f"{t.mac(f'r{i}', t.dev('ep'))},{t.mac('sw', t.bottleneck_dev)}{queue}"]
         if self.stats_path.exists():
             self.stats_path.unlink()
         self.proc = host.spawn(args, ns=t.sw, stdout=subprocess.PIPE,

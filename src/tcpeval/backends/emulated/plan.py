@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from tcpeval import cc
 from tcpeval import dilation as dilation_mod
 from tcpeval.backends import common
 from tcpeval.backends.base import ConditionError, refuse_condition
@@ -40,6 +41,14 @@ class Plan:
                                      # not `dilation` (a calibration point: calibrate.judged_at)
     stop: object = None              # a precision-driven run's rule (precision.StopRule), virtual
     ecn_threshold_bytes: int | None = None  # ECN marking at the link (bytes queued), None: off
+    flow_queues: list | None = None  # ecn_queues 2: each flow's queue (0 marking, 1 drop-tail); None: one
+    flow_stacks: list | None = None  # each flow's endpoints' own sysctls over `stack` (a flow's ecn)
+
+    @property
+    def path_buffer_bytes(self) -> int:
+        """The most the path can queue: the buffer, once per queue. With two queues sharing
+        the rate, a frame behind a full queue of its own waits as long as behind both."""
+        return self.buffer_bytes * (2 if self.flow_queues else 1)
 
     @property
     def verdict_dilation(self) -> int:
@@ -66,9 +75,29 @@ def stack_settings(condition, dilation: int = 1) -> dict:
         # the kernel's minimum RTO is a constant the ports do not own: k x 200 ms
         scaled[RTO_MIN_SYSCTL] = str(RTO_MIN_US * dilation)
     # with ECN at the bottleneck every endpoint asks for it and accepts it (RFC 3168), so a
-    # classic algorithm's flow sees the marks too (it reacts as to a loss); DCTCP asks anyway
-    ecn = {"net.ipv4.tcp_ecn": 1} if getattr(condition, "ecn_threshold_bytes", None) else {}
+    # classic algorithm's flow sees the marks too (it reacts as to a loss); DCTCP asks anyway.
+    # With a second queue for the traffic without ECN, the endpoints keep the kernel's
+    # default (accept, never ask): only the algorithms that ask themselves use ECN.
+    ecn = {"net.ipv4.tcp_ecn": 1} if getattr(condition, "ecn_threshold_bytes", None) \
+        and getattr(condition, "ecn_queues", None) != 2 else {}
     return {**common.PAPER_SYSCTLS, **common.STACK_316, **scaled, **ecn, **(condition.stack or {})}
+
+
+def flow_queue(flow) -> int:
+    """With two queues at the bottleneck (ecn_queues 2): 0, the marking queue, for a flow
+    that negotiates ECN there -- told to (ecn: true), or its algorithm asks itself (DCTCP)
+    -- and 1, the drop-tail queue, for every other flow and UDP."""
+    if flow.protocol == "udp":
+        return 1
+    return 0 if flow.ecn or cc.ecn_response(flow.variant) == "marked_fraction" else 1
+
+
+def flow_stacks(condition) -> list | None:
+    """Each flow's endpoints' sysctls over the run's: net.ipv4.tcp_ecn 1 (ask) for a flow
+    with ecn: true, 2 (accept only) for ecn: false; None where no flow says."""
+    if all(f.ecn is None for f in condition.flows):
+        return None
+    return [{} if f.ecn is None else {"net.ipv4.tcp_ecn": 1 if f.ecn else 2} for f in condition.flows]
 
 
 def bdp_buffer(rate_bps: float, rtt_ms: float) -> int:
@@ -117,7 +146,9 @@ def for_condition(condition, cal: dict, log) -> Plan:
                 duration_s=condition.duration_s * k, interval_s=condition.interval_s * k,
                 flows=flows, stack=stack_settings(condition, k), hz=condition.hz,
                 host_capacity_bps=capacity, calibration=cal, rate_source=source, dilation=k,
-                link=link, stop=condition.stop, ecn_threshold_bytes=ecn)
+                link=link, stop=condition.stop, ecn_threshold_bytes=ecn,
+                flow_queues=[flow_queue(f) for f in flows] if condition.ecn_queues == 2 else None,
+                flow_stacks=flow_stacks(condition))
 
 
 def for_calibration(condition, rtt_ms: float, duration_s: float, rate_bps: float | None,

@@ -147,7 +147,7 @@ def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, lo
     shaped = plan.rate_bps is not None
     return fidelity.verdict(
         fidelity.Setting(drop=plan.drop, rtt_ms=plan.rtt_ms, rate_bps=plan.rate_bps,
-                         buffer_bytes=plan.buffer_bytes, interval_s=plan.interval_s,
+                         buffer_bytes=plan.path_buffer_bytes, interval_s=plan.interval_s,
                          dilation=plan.verdict_dilation),
         fidelity.PathMeasurements(seen=run.traffic.drop_counters["seen"], dropped=run.traffic.drop_counters["dropped"],
                                   rtt_ms=run.rtt.probe["median_ms"], base_rtt_ms=run.rtt.base_ms,
@@ -197,9 +197,11 @@ def flow_ecn(plan, fp, res: dict) -> dict:
     if not plan.ecn_threshold_bytes:
         return {}
     if fp.protocol == "udp":
-        return {"ecn": {"negotiated": False, "response": None}}
+        return {"ecn": {"negotiated": False, "response": None,
+                        **({"queue": "drop_tail"} if plan.flow_queues else {})}}
     negotiated = res.get("ecn") if fp.protocol == "rpc" else fp.ss_ecn
-    return {"ecn": {"negotiated": negotiated, "response": cc_module.ecn_response(fp.kernel_name)}}
+    queue = {"queue": "marking" if plan.flow_queues[fp.index] == 0 else "drop_tail"} if plan.flow_queues else {}
+    return {"ecn": {"negotiated": negotiated, "response": cc_module.ecn_response(fp.kernel_name), **queue}}
 
 
 def environment(run: Run) -> dict:
@@ -279,7 +281,7 @@ def measured(run: Run, verdict: dict, achieved: float, steady: float, cpu: tuple
         "delay_line": run.delay.stats,
         **({"ecn": ecn} if (ecn := ((run.delay.stats or {}).get("link") or {}).get("ecn")) else {}),
         "loaded_rtt": {"flows": loaded,
-                       "bound_ms": fidelity.loaded_rtt_bound_ms(plan.rtt_ms, plan.buffer_bytes, plan.rate_bps,
+                       "bound_ms": fidelity.loaded_rtt_bound_ms(plan.rtt_ms, plan.path_buffer_bytes, plan.rate_bps,
                                                                 plan.verdict_dilation) if plan.rate_bps else None},
         "acks": run.traffic.acks,
         "precision": run.traffic.precision,

@@ -237,7 +237,7 @@ class EmulatedBackend:
             with contextlib.ExitStack() as stack:
                 run.dumbbell = self._build_dumbbell(run, stack, log)
                 run.rate_mech = bottleneck.shape(run.topo, plan.rate_bps, plan.buffer_bytes, plan.dilation,
-                                                 plan.link, art, plan.ecn_threshold_bytes)
+                                                 plan.link, art, plan.ecn_threshold_bytes, plan.flow_queues)
                 if run.rate_mech["mechanism"] == "tevlink":  # the data never reach the redirect
                     run.dumbbell.switch["data_path"] = (f"{' '.join(run.topo.sender_ports())} ingress -> "
                                                         f"link engine -> {' '.join(run.topo.ack_ports())} egress")
@@ -296,7 +296,7 @@ class EmulatedBackend:
         switch = topo.fast_path(run.art)
         log(f"namespaces {', '.join(topo.namespaces())} created; CPUs: senders "
             f"{place['senders']}, receivers {place['receivers']}, delay line {place['line']}")
-        topology.set_stack(topo, plan.stack)
+        topology.set_stack(topo, plan.stack, plan.flow_stacks)
         rwin = topology.receive_window(plan.rate_bps, plan.rtt_ms, plan.buffer_bytes)
         topo.set_receive_window(rwin)
         return Dumbbell(place=place, keep_awake=keep_awake, switch=switch, rwin=rwin)

@@ -401,16 +401,18 @@ def sysctl(ns: str, values: dict, *, strict: bool) -> dict:
     return {k: v for k, v in texts.items() if k not in failed}
 
 
-def set_stack(topo: Topology, stack: dict) -> None:
+def set_stack(topo: Topology, stack: dict, flow_stacks: list | None = None) -> None:
     """The endpoints' sysctls (every namespace but the switch's): each one must take,
     but the knobs of kernels newer than 3.16 (common.NEWER_KERNEL_KNOBS), without which
     a kernel behaves as 3.16 did. A minimum RTO the kernel has no sysctl for (before
     6.11) goes on the endpoint's default route instead (``rto_min``, which the stack
-    reads per connection since long before 3.16)."""
+    reads per connection since long before 3.16). ``flow_stacks``: per flow, what its
+    pair's two endpoints set over ``stack``."""
     newer = {k: v for k, v in stack.items() if k in common.NEWER_KERNEL_KNOBS}
     for role in _endpoint_roles(topo):
         ns = topo.ns(role)
-        sysctl(ns, {k: v for k, v in stack.items() if k not in newer}, strict=True)
+        own = (flow_stacks or [])[int(role[1:]) - 1] if flow_stacks else {}
+        sysctl(ns, {**{k: v for k, v in stack.items() if k not in newer}, **own}, strict=True)
         taken = sysctl(ns, newer, strict=False)
         if common.RTO_MIN_SYSCTL in newer and common.RTO_MIN_SYSCTL not in taken:
             ms = int(newer[common.RTO_MIN_SYSCTL]) / 1000

@@ -54,16 +54,22 @@ class FlowProc:
     receiver_cc: str | None = None    # the receiver's algorithm where it has a receive side (RECEIVE_SIDE)
     sender_wrap: object = None        # args -> args: the sender side's processes in the sock_ops cgroup
 
+    tool = "iperf3"   # its programs, by name in messages
+    server_side = "r"  # the server's end of the pair: the receiver (the data flow to it)
+    server_port = PORT
+
     @property
     def pair(self) -> int:
         return self.index + 1
+
+    def server_ns(self, topo: topology.Topology) -> str:
+        return topo.ns(f"{self.server_side}{self.pair}")
 
     def start_server(self, topo: topology.Topology) -> None:
         args = ["iperf3", "-s", "-1", "-p", PORT, *common.iperf3_server_args(self.interval_s)]
         if self.receiver_cpu is not None:
             args += ["-A", self.receiver_cpu]
-        if self.receiver_env:
-            args = ["env", *(f"{k}={v}" for k, v in self.receiver_env.items()), *args]
+        args = _with_env(args, self.receiver_env)
         self.server = host.spawn(args, ns=topo.ns(f"r{self.pair}"),
                                  stdout=open(self.server_path, "wb"),
                                  stderr=open(self.err_path.with_suffix(".server.log"), "wb"))
@@ -111,9 +117,9 @@ class RpcProc(FlowProc):
     rpcs_per_s: float | None = None   # physical (a dilated run's rate / k)
     tevrpc: Path | None = None
 
-    @property
-    def server_path(self) -> Path:
-        return self.out_path.with_suffix(".server.json")
+    tool = "tevrpc"
+    server_side = "s"  # the responses cross the bottleneck: the server is on the sender's side
+    server_port = RPC_PORT
 
     def start_server(self, topo: topology.Topology) -> None:
         args = [str(self.tevrpc), "serve", "--port", str(RPC_PORT), "--out", str(self.server_path),
@@ -133,9 +139,7 @@ class RpcProc(FlowProc):
             args += ["--rate", f"{self.rpcs_per_s:.9g}"]
         # the receivers' window clamp, as iperf3's servers get it; not their reader
         # wake-up threshold, which would hold a small response back from its reader
-        env = {k: v for k, v in (self.receiver_env or {}).items() if k != "TEVRCV_RCVLOWAT"}
-        if env:
-            args = ["env", *(f"{k}={v}" for k, v in env.items()), *args]
+        args = _with_env(args, {k: v for k, v in (self.receiver_env or {}).items() if k != "TEVRCV_RCVLOWAT"})
         self.started_at = time.monotonic()
         self.client = host.spawn(_pinned(args, self.receiver_cpu), ns=topo.ns(f"r{self.pair}"),
                                  stdout=subprocess.DEVNULL, stderr=open(self.err_path, "wb"))
@@ -152,6 +156,11 @@ class RpcProc(FlowProc):
             self.server.wait(timeout_s)
 
 
+def _with_env(args: list, env: dict | None) -> list:
+    """``args`` run with ``env`` added to the environment (env NAME=VALUE ...), if any."""
+    return ["env", *(f"{k}={v}" for k, v in env.items()), *args] if env else args
+
+
 def _pinned(args: list[str], cpu: int | None) -> list[str]:
     """``args`` run on ``cpu`` (as iperf3 -A does) where one is given."""
     return args if cpu is None else ["taskset", "-c", str(cpu), *args]
@@ -160,17 +169,16 @@ def _pinned(args: list[str], cpu: int | None) -> list[str]:
 def wait_listening(topo: topology.Topology, flows: list[FlowProc], timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     for f in flows:
-        rpc = isinstance(f, RpcProc)
-        ns, port = (topo.ns(f"s{f.pair}"), RPC_PORT) if rpc else (topo.ns(f"r{f.pair}"), PORT)
+        ns = f.server_ns(topo)
         while True:
-            out = host.run(["ss", "-Hltn", f"sport = :{port}"], ns=ns, check=False)
+            out = host.run(["ss", "-Hltn", f"sport = :{f.server_port}"], ns=ns, check=False)
             if out.stdout.strip():
                 break
             if f.server is not None and f.server.poll() is not None:
-                raise BackendError(f"flow {f.index}: {'tevrpc' if rpc else 'iperf3'} server "
+                raise BackendError(f"flow {f.index}: {f.tool} server "
                                    f"{describe_exit(f.server)}; see {f.err_path.with_suffix('.server.log').name}")
             if time.monotonic() > deadline:
-                raise BackendError(f"{'tevrpc' if rpc else 'iperf3'} server on {ns.split('-', 1)[-1]} "
+                raise BackendError(f"{f.tool} server on {ns.split('-', 1)[-1]} "
                                    f"is not listening after {timeout} s")
             time.sleep(0.02)
 
@@ -265,11 +273,11 @@ def flow_procs(plan, handles: list, run_dir: Path, place: dict, receiver_env: di
     procs = []
     for i, (flow, handle) in enumerate(zip(plan.flows, handles)):
         rpc = flow.protocol == "rpc"
-        tool = "tevrpc" if rpc else "iperf3"
+        tool = RpcProc.tool if rpc else FlowProc.tool
         name = handle.kernel_name if handle else None
         receiver_cc = name if name in RECEIVE_SIDE else None
         env = dict(receiver_env or {}, **({"TEVRCV_CC": receiver_cc} if receiver_cc and not rpc else {}))
-        common_args = dict(index=i, kernel_name=handle.kernel_name if handle else None,
+        common_args = dict(index=i, kernel_name=name,
                            protocol=flow.protocol, start_s=flow.start_s, stop_s=flow.stop_s,
                            duration_s=flow.end_s(plan.duration_s) - flow.start_s, interval_s=plan.interval_s,
                            rate_bps=flow.rate_bps, out_path=run_dir / f"{tool}-flow{i}.json",
@@ -394,7 +402,7 @@ def _check_alive(flows: list[FlowProc], delayer, allow_interrupted: bool = False
         for proc, end in ((f.client, "client"), (f.server, "server")):
             if proc is not None and proc.poll() is not None and proc.returncode != 0 \
                     and not (interrupted and proc.returncode == 1):
-                raise BackendError(f"flow {f.index}: {'tevrpc' if isinstance(f, RpcProc) else 'iperf3'} {end} "
+                raise BackendError(f"flow {f.index}: {f.tool} {end} "
                                    f"{describe_exit(proc)}; "
                                    f"see {f.err_path.name if end == 'client' else f.server_path.name}")
     if not delayer.alive():

@@ -146,6 +146,13 @@ class TestbedBackend:
         if condition.sock_ops:
             raise ConditionError("condition.sock_ops: sock_ops programs are attached on the emulated backend "
                                  "only (attach yours on the testbed's senders yourself)")
+        if condition.ecn_threshold_bytes or condition.ecn_queues:
+            raise ConditionError("condition.ecn_threshold_bytes: ECN marking (and its queues) is the emulated "
+                                 "backend's link engine; the testbed's bottleneck is the switch's own and its "
+                                 "dropper drops only")
+        if any(f.ecn is not None for f in condition.flows):
+            raise ConditionError("condition.flows[].ecn: a flow's ECN setting is applied to the emulated "
+                                 "backend's endpoints only (set net.ipv4.tcp_ecn on the testbed's hosts yourself)")
         for i, flow in enumerate(condition.flows):
             if flow.protocol == "rpc":
                 raise ConditionError(f"condition.flows[{i}].protocol: RPC flows run on the emulated backend "

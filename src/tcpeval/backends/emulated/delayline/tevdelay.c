@@ -11,6 +11,8 @@
  *   tevdelay marktest HEXFRAME ...    the segment mark on frames of one route -> each frame, in hex
  *   tevdelay ecntest K BACKLOG HEXFRAME ...   the link's ECN decision on frames finding BACKLOG
  *                                             bytes queued -> each frame, in hex
+ *   tevdelay drrtest RATE_BPS QUEUE:ARRIVAL_NS:BYTES ...   the two queues' schedule for frames
+ *                                             arriving so (all admitted) -> "QUEUE DEPARTURE_NS" each
  *
  * Why this design (kernel without sch_netem/sch_fq/etf): the delay sits on the reverse
  * (ACK) path, where packets are few and small. Each input port has an AF_PACKET
@@ -37,11 +39,24 @@
  * switch does for DCTCP: an ECN-capable frame (ECT(0)/ECT(1)) that finds K bytes or more
  * queued before it is admitted with CE set; one that is not ECN-capable is left to the tail
  * drop. Marks and drops see the same queue: the bytes still to be sent at arrival.
+ *
+ * With --ecn-queues 2 as well the link has two queues, as a data-centre switch gives ECN and
+ * non-ECN traffic classes of their own (DCTCP cannot share a drop-tail queue: the other
+ * flows keep it above K). Each --data-route names its queue (a 4th field: 0 the marking
+ * queue, 1 the drop-tail one), so a flow's frames -- its retransmissions, which are never
+ * ECN-capable, too -- stay in one queue. Each queue has the whole buffer to itself; a
+ * frame's backlog is what waits in its own queue (the bytes admitted to it and not yet
+ * sent when the engine admits the frame). A deficit round robin with a quantum of one
+ * full frame (DRR_QUANTUM) shares the rate between the two while both have frames waiting,
+ * and gives it all to one when the other is empty. Departures are then decided when the
+ * link falls free (the next frame cannot be known at arrival), still from the link's own
+ * clock: start = max(the link free, the frame's arrival), departure = start + size/rate.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <linux/virtio_net.h>
@@ -113,6 +128,7 @@ struct route {
 	int ifindex;
 	uint8_t dst[6], src[6];
 	uint32_t turns; /* TCP segments it has carried: the segment mark's turns */
+	int queue;      /* --ecn-queues 2: 0 the marking queue, 1 the drop-tail one */
 };
 
 static int parse_mac(const char *s, uint8_t m[6])
@@ -279,8 +295,54 @@ static void held_stats(FILE *f, const char *name, int n, const double *ms, const
 struct pending {
 	struct tpacket2_hdr *h;
 	struct route *rt;
-	double depart; /* ns since the engine's epoch (a double keeps sub-ns steps exact) */
+	double depart; /* ns since the engine's epoch (a double keeps sub-ns steps exact); in a
+			* queue of two (struct queue), the arrival until the departure is decided */
+	uint32_t len;  /* wire bytes */
 };
+
+/* One of the two queues of --ecn-queues 2 */
+#define DRR_QUANTUM 1514 /* bytes a queue may send per round: one full frame */
+struct queue {
+	struct pending *fifo; /* admitted, not yet sent, in arrival order */
+	unsigned head, tail;
+	int64_t bytes;        /* admitted and not yet sent: a new frame's backlog */
+	int64_t deficit;      /* DRR: what it may still send in its turn */
+	uint64_t admitted, admitted_bytes, sent, sent_bytes, tail_drops, tail_drop_bytes;
+	int64_t max_backlog;
+};
+
+/* DRR between two queues, each holding frames in arrival order (pending.depart: the
+ * arrival), the link free from *free_at on: the queue whose head goes next, and its start
+ * in *start; -1 when both are empty. The link idle, it starts at the earlier arrival; a
+ * queue with nothing waiting then loses its deficit, as DRR empties an idle queue's. The
+ * chosen frame's bytes are the caller's to take from the deficit. */
+static int drr_next(struct queue q[2], int *cur, double free_at, double *start)
+{
+	int has0 = q[0].head != q[0].tail, has1 = q[1].head != q[1].tail;
+	if (!has0 && !has1)
+		return -1;
+	double a0 = has0 ? q[0].fifo[q[0].head & (LINK_FIFO - 1)].depart : INFINITY;
+	double a1 = has1 ? q[1].fifo[q[1].head & (LINK_FIFO - 1)].depart : INFINITY;
+	double t = free_at;
+	if (a0 > t && a1 > t)
+		t = a0 < a1 ? a0 : a1;
+	*start = t;
+	int w0 = a0 <= t, w1 = a1 <= t;
+	if (!(w0 && w1)) { /* one waits: it has the link, and both start their next turns afresh */
+		int only = w0 ? 0 : 1;
+		q[1 - only].deficit = 0;
+		q[only].deficit = q[only].fifo[q[only].head & (LINK_FIFO - 1)].len; /* 0 once it is taken */
+		*cur = only;
+		return only;
+	}
+	for (;;) { /* both wait: the current one sends while its deficit covers its head */
+		struct queue *Q = &q[*cur];
+		if (Q->deficit >= (int64_t)Q->fifo[Q->head & (LINK_FIFO - 1)].len)
+			return *cur;
+		*cur ^= 1;
+		q[*cur].deficit += DRR_QUANTUM;
+	}
+}
 
 /* ECN marking at the link (--ecn-threshold-bytes); threshold 0: off */
 struct ecn {
@@ -357,6 +419,10 @@ struct link {
 	uint64_t held_beyond_stalls[MAX_HELD]; /* ... less what a host stall excuses */
 	const struct stalls *stalls;
 	struct ecn ecn;
+	int nqueues;          /* 2: --ecn-queues 2 (struct queue); else the one FIFO above */
+	struct queue q[2];
+	int drr_cur;          /* the queue whose DRR turn it is */
+	double free_at;       /* two queues: when the link finishes the frame it last started */
 };
 
 /* A frame's wall-clock arrival, the tap's stamp. One that is not a wall-clock stamp (e.g.
@@ -437,8 +503,38 @@ static uint64_t ring_drops(struct ring *rings, int n)
 	return drops;
 }
 
+/* --ecn-queues 2: a frame into its route's queue, or dropped at that queue's tail; only the
+ * first queue marks. */
+static void queue_admit(struct link *L, struct tpacket2_hdr *h, struct route *rt, uint8_t *eth, double arrival)
+{
+	struct queue *Q = &L->q[rt->queue];
+	int64_t backlog = Q->bytes;
+	if (backlog + (int64_t)h->tp_len > L->buffer_bytes || Q->tail - Q->head >= LINK_FIFO) {
+		if (Q->tail - Q->head >= LINK_FIFO)
+			L->fifo_full++;
+		L->tail_drops++;
+		L->tail_drop_bytes += h->tp_len;
+		Q->tail_drops++;
+		Q->tail_drop_bytes += h->tp_len;
+		__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+		return;
+	}
+	if (backlog > Q->max_backlog)
+		Q->max_backlog = backlog;
+	if (backlog > L->max_backlog)
+		L->max_backlog = backlog;
+	if (rt->queue == 0)
+		ecn_at_link(&L->ecn, eth, h->tp_snaplen, h->tp_len, backlog);
+	Q->fifo[Q->tail++ & (LINK_FIFO - 1)] = (struct pending){h, rt, arrival, h->tp_len};
+	Q->bytes += h->tp_len;
+	Q->admitted++;
+	Q->admitted_bytes += h->tp_len;
+	L->admitted++;
+	L->admitted_bytes += h->tp_len;
+}
+
 /* Admit what has arrived, in arrival order across the data rings: a departure, or a drop
- * at the tail. Returns how many frames it looked at. */
+ * at the tail (with two queues: into its queue). Returns how many frames it looked at. */
 static int link_admit(struct link *L, int64_t real)
 {
 	int seen = 0;
@@ -474,6 +570,10 @@ static int link_admit(struct link *L, int64_t real)
 			continue;
 		}
 		double arrival = (double)(best_ts - L->epoch);
+		if (L->nqueues == 2) {
+			queue_admit(L, h, rt, eth, arrival);
+			continue;
+		}
 		double wait = L->last_depart - arrival; /* ns of work queued before this frame */
 		int64_t backlog = wait > 0 ? (int64_t)(wait / L->ns_per_byte + 0.5) : 0;
 		if (backlog + (int64_t)h->tp_len > L->buffer_bytes || L->tail - L->head >= LINK_FIFO) {
@@ -489,10 +589,66 @@ static int link_admit(struct link *L, int64_t real)
 		ecn_at_link(&L->ecn, eth, h->tp_snaplen, h->tp_len, backlog);
 		double start = wait > 0 ? L->last_depart : arrival;
 		L->last_depart = start + (double)h->tp_len * L->ns_per_byte;
-		L->fifo[L->tail++ & (LINK_FIFO - 1)] = (struct pending){h, rt, L->last_depart};
+		L->fifo[L->tail++ & (LINK_FIFO - 1)] = (struct pending){h, rt, L->last_depart, h->tp_len};
 		L->admitted++;
 		L->admitted_bytes += h->tp_len;
 	}
+}
+
+/* A data frame sent at `now` (engine ns) that was due at `depart`: the lateness stats. */
+static void count_late(struct link *L, double depart, double now, int64_t real)
+{
+	int64_t late = (int64_t)(now - depart);
+	if (late > L->max_late)
+		L->max_late = late;
+	L->late_hist[late / 1000 < LATE_US ? late / 1000 : LATE_US]++;
+	int64_t beyond = late - stall_excused(L->stalls, (int64_t)depart + L->epoch, real);
+	for (int i = 0; i < L->nheld; i++) {
+		L->held_count[i] += late >= L->held_ns[i];
+		L->held_beyond_stalls[i] += beyond >= L->held_ns[i];
+	}
+}
+
+/* --ecn-queues 2: send the frames the DRR takes whose departure has come, one batch per
+ * call (as link_release). The choice is made anew at each call until the frame is due:
+ * by then every frame that arrived before its start has been admitted. */
+static int queues_release(struct link *L, int64_t real)
+{
+	struct mmsghdr msgs[BATCH];
+	struct iovec iovs[BATCH];
+	struct sockaddr_ll addrs[BATCH];
+	struct pending *batch[BATCH];
+	int from[BATCH];
+	double now = (double)(real - L->epoch), start;
+	int nb = 0, q;
+	while (nb < BATCH && (q = drr_next(L->q, &L->drr_cur, L->free_at, &start)) >= 0) {
+		struct queue *Q = &L->q[q];
+		struct pending *p = &Q->fifo[Q->head & (LINK_FIFO - 1)];
+		double depart = start + (double)p->len * L->ns_per_byte;
+		if (depart > now)
+			break;
+		Q->head++;
+		Q->bytes -= p->len;
+		Q->deficit -= p->len;
+		L->free_at = depart;
+		count_late(L, depart, now, real);
+		uint8_t *eth = (uint8_t *)p->h + p->h->tp_mac;
+		address_frame(p->rt, eth, eth - sizeof(struct virtio_net_hdr),
+			      p->h->tp_snaplen + sizeof(struct virtio_net_hdr), &addrs[nb], &iovs[nb], &msgs[nb]);
+		batch[nb] = p;
+		from[nb++] = q;
+	}
+	int sent = send_batch(L->out, msgs, nb, &L->send_err);
+	for (int k = 0; k < nb; k++) {
+		if (k < sent) {
+			L->sent++;
+			L->sent_bytes += batch[k]->len;
+			L->q[from[k]].sent++;
+			L->q[from[k]].sent_bytes += batch[k]->len;
+		}
+		__atomic_store_n(&batch[k]->h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+	}
+	return nb;
 }
 
 /* Send the frames whose departure has come, one batch (at most BATCH) per call: the ACKs
@@ -507,15 +663,7 @@ static int link_release(struct link *L, int64_t real)
 	int nb = 0;
 	while (nb < BATCH && L->head != L->tail && L->fifo[L->head & (LINK_FIFO - 1)].depart <= now) {
 		struct pending *p = &L->fifo[L->head++ & (LINK_FIFO - 1)];
-		int64_t late = (int64_t)(now - p->depart);
-		if (late > L->max_late)
-			L->max_late = late;
-		L->late_hist[late / 1000 < LATE_US ? late / 1000 : LATE_US]++;
-		int64_t beyond = late - stall_excused(L->stalls, (int64_t)p->depart + L->epoch, real);
-		for (int i = 0; i < L->nheld; i++) {
-			L->held_count[i] += late >= L->held_ns[i];
-			L->held_beyond_stalls[i] += beyond >= L->held_ns[i];
-		}
+		count_late(L, p->depart, now, real);
 		uint8_t *eth = (uint8_t *)p->h + p->h->tp_mac;
 		address_frame(p->rt, eth, eth - sizeof(struct virtio_net_hdr),
 			      p->h->tp_snaplen + sizeof(struct virtio_net_hdr), &addrs[nb], &iovs[nb], &msgs[nb]);
@@ -586,19 +734,36 @@ static void link_stats(FILE *f, struct link *L, int watch_stalls)
 		else
 			fprintf(f, ",\"max_unmarked_ect_backlog_bytes\":null}");
 	}
+	if (L->nqueues == 2) {
+		fprintf(f, ",\"queues\":{\"scheduler\":\"drr\",\"quantum_bytes\":%d,\"buffer_bytes_each\":%" PRId64,
+			DRR_QUANTUM, L->buffer_bytes);
+		for (int k = 0; k < 2; k++) {
+			const struct queue *Q = &L->q[k];
+			fprintf(f, ",\"%s\":{\"admitted\":%" PRIu64 ",\"admitted_bytes\":%" PRIu64 ",\"sent\":%" PRIu64
+				   ",\"sent_bytes\":%" PRIu64 ",\"tail_drops\":%" PRIu64 ",\"tail_drop_bytes\":%" PRIu64
+				   ",\"max_backlog_bytes\":%" PRId64 "}",
+				k ? "drop_tail" : "marking", Q->admitted, Q->admitted_bytes, Q->sent, Q->sent_bytes,
+				Q->tail_drops, Q->tail_drop_bytes, Q->max_backlog);
+		}
+		fprintf(f, "}");
+	}
 	fprintf(f, "}");
 }
 
+/* IPv4=IFNAME,DSTMAC,SRCMAC[,QUEUE]: the queue (0 or 1) only for a data route */
 static int parse_route(const char *v, struct route *rt)
 {
-	char buf[128], *ip, *ifn, *dst, *src;
+	char buf[128], *ip, *ifn, *dst, *src, *queue, *end = NULL;
 	snprintf(buf, sizeof(buf), "%s", v);
 	ip = strtok(buf, "=");
 	ifn = strtok(NULL, ",");
 	dst = strtok(NULL, ",");
 	src = strtok(NULL, ",");
+	queue = strtok(NULL, ",");
+	rt->queue = queue ? (int)strtol(queue, &end, 10) : 0;
 	if (!ip || !ifn || !dst || !src || inet_pton(AF_INET, ip, &rt->ip) != 1 ||
-	    parse_mac(dst, rt->dst) || parse_mac(src, rt->src) || !(rt->ifindex = (int)if_nametoindex(ifn))) {
+	    parse_mac(dst, rt->dst) || parse_mac(src, rt->src) || !(rt->ifindex = (int)if_nametoindex(ifn)) ||
+	    (queue && (*end || rt->queue < 0 || rt->queue > 1))) {
 		fprintf(stderr, "tevdelay: bad route %s\n", v);
 		return -1;
 	}
@@ -701,6 +866,8 @@ static int cmd_line(int argc, char **argv)
 			L.buffer_bytes = strtoll(v, NULL, 0);
 		else if (!strcmp(a, "--ecn-threshold-bytes"))
 			L.ecn.threshold = strtoll(v, NULL, 0);
+		else if (!strcmp(a, "--ecn-queues"))
+			L.nqueues = atoi(v);
 		else
 			goto usage;
 		i++;
@@ -722,6 +889,15 @@ static int cmd_line(int argc, char **argv)
 		fprintf(stderr, "tevdelay: --ecn-threshold-bytes needs a value > 0 and the link (--rate-bps)\n");
 		return 2;
 	}
+	if (L.nqueues != 0 && L.nqueues != 1 && !(L.nqueues == 2 && L.ecn.threshold > 0)) {
+		fprintf(stderr, "tevdelay: --ecn-queues is 1 or 2, and 2 needs --ecn-threshold-bytes\n");
+		return 2;
+	}
+	for (int k = 0; k < L.nroutes; k++)
+		if (L.routes[k].queue && L.nqueues != 2) {
+			fprintf(stderr, "tevdelay: a data route names queue 1 without --ecn-queues 2\n");
+			return 2;
+		}
 	L.ecn.min_marked_backlog = INT64_MAX;
 	L.ecn.max_unmarked_backlog = -1;
 	if (L.on) {
@@ -733,6 +909,9 @@ static int cmd_line(int argc, char **argv)
 		L.fifo = calloc(LINK_FIFO, sizeof(*L.fifo));
 		if (!L.fifo)
 			die("calloc link fifo");
+		for (int k = 0; L.nqueues == 2 && k < 2; k++)
+			if (!(L.q[k].fifo = calloc(LINK_FIFO, sizeof(*L.q[k].fifo))))
+				die("calloc link queue");
 	}
 
 	int out = socket(AF_PACKET, SOCK_RAW, 0), one = 1;
@@ -835,7 +1014,7 @@ static int cmd_line(int argc, char **argv)
 			if (idle_since)
 				L.idle_ns += (uint64_t)(real - idle_since);
 			link_work = link_admit(&L, real);
-			link_work += link_release(&L, real);
+			link_work += L.nqueues == 2 ? queues_release(&L, real) : link_release(&L, real);
 			if (link_work)
 				real = now_ns(CLOCK_REALTIME);
 			idle_since = 0;
@@ -977,7 +1156,7 @@ static int cmd_line(int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: tevdelay line --delay-ns D [--quantum-ns Q] [--release batch|each] [--held-ms MS,...] [--stats FILE] [--stall-watch] "
 			"--in IF [...] --route IP=IF,DSTMAC,SRCMAC [...] [--rate-bps R --buffer-bytes B "
-			"--data-in IF [...] --data-route IP=IF,DSTMAC,SRCMAC [...] [--ecn-threshold-bytes K]]\n");
+			"--data-in IF [...] --data-route IP=IF,DSTMAC,SRCMAC[,QUEUE] [...] [--ecn-threshold-bytes K [--ecn-queues 2]]]\n");
 	return 2;
 }
 
@@ -1065,6 +1244,22 @@ static int cmd_probe(int argc, char **argv)
 	return 0;
 }
 
+/* A test frame given in hex (at least an Ethernet and an IPv4 header: 34 bytes) into f;
+ * its length, or 0 for one that is not such hex. */
+static size_t parse_hex_frame(const char *hex, uint8_t *f, size_t size)
+{
+	size_t len = strlen(hex), n = 0;
+	if (len % 2 || len / 2 > size || len < 68)
+		return 0;
+	for (const char *h = hex; *h; h += 2) {
+		unsigned v;
+		if (sscanf(h, "%2x", &v) != 1)
+			return 0;
+		f[n++] = (uint8_t)v;
+	}
+	return n;
+}
+
 static int cmd_marktest(int argc, char **argv)
 {
 	struct route rt = {0};
@@ -1072,15 +1267,9 @@ static int cmd_marktest(int argc, char **argv)
 		return 2;
 	for (int a = 2; a < argc; a++) {
 		uint8_t f[256] = {0};
-		size_t n = 0;
-		if (strlen(argv[a]) % 2 || strlen(argv[a]) / 2 > sizeof(f) || strlen(argv[a]) < 68)
+		size_t n = parse_hex_frame(argv[a], f, sizeof(f));
+		if (!n)
 			return 2;
-		for (const char *h = argv[a]; *h; h += 2) {
-			unsigned v;
-			if (sscanf(h, "%2x", &v) != 1)
-				return 2;
-			f[n++] = (uint8_t)v;
-		}
 		if (segment_is_tcp(f + 14))
 			mark_segment(f + 14, rt.turns++ & 1);
 		for (size_t i = 0; i < n; i++)
@@ -1102,15 +1291,9 @@ static int cmd_ecntest(int argc, char **argv)
 	int64_t backlog = strtoll(argv[3], NULL, 0);
 	for (int a = 4; a < argc; a++) {
 		uint8_t f[256] = {0};
-		size_t n = 0;
-		if (strlen(argv[a]) % 2 || strlen(argv[a]) / 2 > sizeof(f) || strlen(argv[a]) < 68)
+		size_t n = parse_hex_frame(argv[a], f, sizeof(f));
+		if (!n)
 			return 2;
-		for (const char *h = argv[a]; *h; h += 2) {
-			unsigned v;
-			if (sscanf(h, "%2x", &v) != 1)
-				return 2;
-			f[n++] = (uint8_t)v;
-		}
 		ecn_at_link(&e, f, (unsigned)n, (unsigned)n, backlog);
 		for (size_t i = 0; i < n; i++)
 			printf("%02x", f[i]);
@@ -1167,6 +1350,40 @@ static int cmd_awake(int argc, char **argv)
 	return 0;
 }
 
+/* The two queues' DRR schedule (drr_next) for frames QUEUE:ARRIVAL_NS:BYTES, each queue's
+ * in arrival order, on a link of RATE_BPS, no buffer limit: each frame's queue and
+ * departure (ns), in the order they leave. */
+static int cmd_drrtest(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	double ns_per_byte = 8e9 / strtod(argv[2], NULL);
+	struct queue q[2] = {0};
+	for (int k = 0; k < 2; k++)
+		if (!(q[k].fifo = calloc(LINK_FIFO, sizeof(*q[k].fifo))))
+			return 2;
+	for (int a = 3; a < argc; a++) {
+		int queue;
+		double arrival;
+		unsigned len;
+		if (sscanf(argv[a], "%d:%lf:%u", &queue, &arrival, &len) != 3 || queue < 0 || queue > 1 || !len)
+			return 2;
+		struct queue *Q = &q[queue];
+		if (Q->tail != Q->head && Q->fifo[(Q->tail - 1) & (LINK_FIFO - 1)].depart > arrival)
+			return 2; /* each queue's frames in arrival order */
+		Q->fifo[Q->tail++ & (LINK_FIFO - 1)] = (struct pending){NULL, NULL, arrival, len};
+	}
+	int cur = 0, k;
+	double free_at = 0, start;
+	while ((k = drr_next(q, &cur, free_at, &start)) >= 0) {
+		struct pending *p = &q[k].fifo[q[k].head++ & (LINK_FIFO - 1)];
+		q[k].deficit -= p->len;
+		free_at = start + (double)p->len * ns_per_byte;
+		printf("%d %.0f\n", k, free_at);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "line"))
@@ -1179,6 +1396,8 @@ int main(int argc, char **argv)
 		return cmd_marktest(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "ecntest"))
 		return cmd_ecntest(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "drrtest"))
+		return cmd_drrtest(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "awake"))
 		return cmd_awake(argc, argv);
 	fprintf(stderr, "usage: tevdelay line|echo|probe|awake ...\n");
