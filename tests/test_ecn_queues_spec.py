@@ -84,5 +84,10 @@ def test_with_two_queues_a_flow_goes_where_it_negotiates_ecn():
     cond = Condition(backend="emulated", campaign="c", criterion="c", flows=tuple(flows), rtt_ms=2.0, drop=0.0,
                      rep=1, duration_s=10.0)
     assert flow_stacks(cond) == [{}, {}, {"net.ipv4.tcp_ecn": 1}, {}, {}, {}]
+    # two queues: DCTCP's endpoints accept its ECT SYN (tcp_ecn 1), the rest keep the default
+    two = Condition(backend="emulated", campaign="c", criterion="c", flows=tuple(flows), rtt_ms=2.0, drop=0.0,
+                    rep=1, duration_s=10.0, ecn_threshold_bytes=30_000, ecn_queues=2)
+    ask = {"net.ipv4.tcp_ecn": 1}
+    assert flow_stacks(two) == [ask, {}, ask, {}, {}, ask]
     assert flow_stacks(Condition(backend="emulated", campaign="c", criterion="c", flows=(Flow("reno"),),
                                  rtt_ms=2.0, drop=0.0, rep=1, duration_s=10.0)) is None

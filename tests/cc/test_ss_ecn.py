@@ -19,13 +19,16 @@ SS_OUT = """\
 \t ts sack ecn cubic wscale:7,7 rto:204 rtt:2.1/0.1 mss:1448 cwnd:10
 0      0          10.0.1.1:44012         10.0.2.1:5201
 \t ts sack bbr wscale:7,7 rto:204 rtt:10.2/0.3 mss:1448 cwnd:120
+0      1299400    10.0.1.1:46022         10.0.2.1:5201 timer:(on,012ms,0)
+\t sack ecnseen dctcp_tev wscale:7,7 rto:204 rtt:2.1/0.1 mss:1448 cwnd:10
 """
 
 
 def test_the_ecn_flags_are_read_and_the_algorithm_after_them():
     flows = parse_ss(SS_OUT)
+    # the last: ECT segments arrived (a DCTCP sender's SYN is ECT) but ECN was not negotiated
     assert [(f["algorithm"], f["ecn"], f["ecn_seen"]) for f in flows] == [
-        ("dctcp_tev", True, True), ("cubic", True, False), ("bbr", False, False)]
+        ("dctcp_tev", True, True), ("cubic", True, False), ("bbr", False, False), ("dctcp_tev", False, True)]
     assert flows[2]["local"] == "10.0.1.1:44012" and flows[2]["peer"] == "10.0.2.1:5201"
 
 

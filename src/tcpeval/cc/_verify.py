@@ -71,9 +71,10 @@ def parse_ss(text: str) -> list[dict]:
             flows.append(cur)
         elif cur is not None and cur["algorithm"] is None:
             for tok in line.split():
-                if tok in ("ecn", "ecnseen"):
-                    cur["ecn"] = True
-                    cur["ecn_seen"] = cur["ecn_seen"] or tok == "ecnseen"
+                # ecn: negotiated; ecnseen: an ECN-capable segment arrived (so it may be
+                # set where ECN was not negotiated: a DCTCP sender's SYN is ECT)
+                cur["ecn"] = cur["ecn"] or tok == "ecn"
+                cur["ecn_seen"] = cur["ecn_seen"] or tok == "ecnseen"
                 if tok in _SS_FLAG_ONLY or ":" in tok:
                     continue
                 cur["algorithm"] = tok

@@ -93,11 +93,19 @@ def flow_queue(flow) -> int:
 
 
 def flow_stacks(condition) -> list | None:
-    """Each flow's endpoints' sysctls over the run's: net.ipv4.tcp_ecn 1 (ask) for a flow
-    with ecn: true, 2 (accept only) for ecn: false; None where no flow says."""
-    if all(f.ecn is None for f in condition.flows):
-        return None
-    return [{} if f.ecn is None else {"net.ipv4.tcp_ecn": 1 if f.ecn else 2} for f in condition.flows]
+    """Each flow's endpoints' sysctls over the run's: net.ipv4.tcp_ecn 1 (ask and accept)
+    for a flow with ecn: true, 2 (accept only) for ecn: false; with two queues also 1 for a
+    flow whose algorithm asks itself (DCTCP), whose receiver must accept its SYN: that SYN
+    is ECT, and a listener with tcp_ecn = 2 and another algorithm then refuses ECN (6.18).
+    None where no flow needs its own."""
+    def own(f) -> dict:
+        if f.ecn is not None:
+            return {"net.ipv4.tcp_ecn": 1 if f.ecn else 2}
+        if getattr(condition, "ecn_queues", None) == 2 and flow_queue(f) == 0:
+            return {"net.ipv4.tcp_ecn": 1}
+        return {}
+    stacks = [own(f) for f in condition.flows]
+    return stacks if any(stacks) else None
 
 
 def bdp_buffer(rate_bps: float, rtt_ms: float) -> int:
