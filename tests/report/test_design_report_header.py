@@ -33,3 +33,14 @@ def test_flagged_runs_included_are_said_so_and_still_not_counted_as_ok():
 def test_without_flagged_runs_the_header_says_nothing_of_them():
     html = design_report.render_html(_content(True, FLAGGED.iloc[0:0], 2))
     assert "Runs with verdict ok: 2 of 2." in html and "flagged" not in html.lower().replace(".flag", "")
+
+
+def test_the_pdf_lists_the_flagged_runs_as_the_html_does(tmp_path):
+    import subprocess
+    path = tmp_path / "r.pdf"
+    design_report.render_pdf(_content(False, FLAGGED, 1), path)
+    text = subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    assert "runs with verdict ok: 1 of 2" in text and "Flagged runs (left out):" in text
+    assert "reno+udp/rtt4/drop0/rep1: cc: the host ran hooks" in text
+    assert design_report._pdf_flagged_lines(_content(False, FLAGGED.iloc[0:0], 2)) == []

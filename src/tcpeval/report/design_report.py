@@ -446,6 +446,7 @@ def render_pdf(content: dict, path: Path) -> None:
                  f"kernel {content['kernel']}, tcpeval {content['git_revision']}", ""]
         for sec in content["sections"]:
             lines.append(f"{sec.name}: {sec.description} ({sec.n_ok} of {sec.n_expected} runs)")
+        lines += _pdf_flagged_lines(content)
         fig.text(0.08, 0.95, "\n".join(lines), va="top", fontsize=9, wrap=True)
         pdf.savefig(fig)
         plt.close(fig)
@@ -461,6 +462,19 @@ def render_pdf(content: dict, path: Path) -> None:
             for f in sec.figures:
                 pdf.savefig(f, bbox_inches="tight")
                 plt.close(f)
+
+
+def _pdf_flagged_lines(content: dict, reason_chars: int = 160) -> list[str]:
+    """The first page's list of flagged runs, as the HTML header has it (each reason cut to
+    `reason_chars`: the trace and the HTML have it whole)."""
+    flagged = content["flagged"]
+    if not len(flagged):
+        return []
+    lines = ["", f"Flagged runs ({'included' if content['include_flagged'] else 'left out'}):"]
+    for _, r in flagged.iterrows():
+        reason = str(r["flag_reasons"])
+        lines.append(f"  {r['run']}: {reason[:reason_chars]}{'...' if len(reason) > reason_chars else ''}")
+    return lines
 
 
 def _pdf_table(pdf, heads: list[str], cells: list[list[str]], title: str) -> None:
