@@ -132,6 +132,8 @@ def test_a_flow_template_and_a_runs_flow_are_refused_by_the_same_rule_in_the_sam
     from tcpeval.condition import Flow
     for template, flow in (("{variant: reno, start_s: 5, stop_s: 4}", Flow("reno", start_s=5.0, stop_s=4.0)),
                            ("{protocol: udp}", Flow("udp", protocol="udp")),
+                           ("{protocol: udp, rate_bps: 1M, ecn: true}", Flow("udp", protocol="udp", rate_bps=1e6,
+                                                                             ecn=True)),
                            ("{variant: reno, impl: bpf}", Flow("reno", impl="bpf"))):
         why = flow.problems(30.0)[0].split(": ", 1)[1].split(" and at the latest")[0]
         with pytest.raises(spec.SpecError, match=re.escape(why)):

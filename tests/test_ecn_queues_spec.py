@@ -70,7 +70,7 @@ def test_ecn_on_a_udp_flow_is_refused_naming_the_field(tmp_path):
     path = tmp_path / "d.yaml"
     path.write_text(BASE.format(extra=", ecn_threshold_bytes: 30k", grid="").replace(
         "{variant: cubic, impl: native}", "{protocol: udp, rate_bps: 10M, ecn: true}"))
-    with pytest.raises(spec.SpecError, match=r"flows/1 .*ecn: a UDP flow's frames are never ECN-capable"):
+    with pytest.raises(spec.SpecError, match=r"flows/1/ecn: a UDP flow's frames are never ECN-capable"):
         spec.expand(spec.load_design(path), "short")
 
 

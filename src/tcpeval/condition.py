@@ -47,13 +47,13 @@ def flow_rule_problems(*, protocol: str = "tcp", variant: str | None = None, rat
                        impl: str | None = None, object_given: bool | None = None, start: float | None = None,
                        stop: float | None = None, end: float | None = None,
                        fields: tuple[str, str] = ("start_s", "stop_s"), unit: str = " s",
-                       rpc: dict | None = None) -> list[tuple[str, str]]:
+                       rpc: dict | None = None, ecn_given: bool | None = None) -> list[tuple[str, str]]:
     """The rules of one flow, as (field, why) pairs, on what is known of it: a value that
     is None (a design's placeholder, a run length not known yet) skips the rules that
     need it. Flow.problems asks with every value, a design's flow template with its
     literal ones (start and stop may be fractions of the run there: ``fields``, ``unit``).
     ``rpc``: an RPC flow's request_bytes, response_bytes and rpcs_per_s as known (a key
-    absent: not given; None: a placeholder)."""
+    absent: not given; None: a placeholder). ``ecn_given``: whether the flow says ecn."""
     out = []
     if protocol not in PROTOCOLS:
         out.append(("protocol", f"{protocol!r} is not one of {', '.join(PROTOCOLS)}"))
@@ -65,6 +65,8 @@ def flow_rule_problems(*, protocol: str = "tcp", variant: str | None = None, rat
         out += _rpc_problems(rpc)
     elif protocol != RPC and rpc:
         out.append((next(iter(rpc)), f"only an RPC flow (protocol: rpc) has {next(iter(rpc))}"))
+    if protocol == UDP and ecn_given:
+        out.append(("ecn", "a UDP flow's frames are never ECN-capable (iperf3 sets no ECT)"))
     if impl is not None and impl not in IMPLS:
         out.append(("impl", f"{impl!r} is not allowed; allowed values: {', '.join(IMPLS)}"))
     elif impl is not None and object_given is not None and (impl == "bpf") != object_given:
@@ -123,13 +125,10 @@ class Flow:
     def problems(self, duration_s: float) -> list[str]:
         """What makes this flow of a run lasting ``duration_s`` invalid, each as
         '<field>: <why>'; empty if nothing does."""
-        out = [f"{name}: {why}" for name, why in flow_rule_problems(
+        return [f"{name}: {why}" for name, why in flow_rule_problems(
             protocol=self.protocol, variant=self.variant, rate_given=bool(self.rate_bps and self.rate_bps > 0),
             impl=self.impl, object_given=self.object is not None, start=self.start_s, stop=self.stop_s,
-            end=duration_s, rpc=self.rpc_settings())]
-        if self.ecn is not None and self.protocol == "udp":
-            out.append("ecn: a UDP flow's frames are never ECN-capable (iperf3 sets no ECT)")
-        return out
+            end=duration_s, rpc=self.rpc_settings(), ecn_given=self.ecn is not None)]
 
     def rpc_settings(self) -> dict:
         """The RPC fields given (all of them for an RPC flow, whose rules need them)."""

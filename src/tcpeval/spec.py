@@ -194,7 +194,8 @@ def _cross_field_problems(design: dict) -> list[str]:
                     object_given=("object" in flow) if first else None,
                     start=known[0], stop=known[1], fields=(start_key, stop_key), unit=unit,
                     rpc=({k: flow[k] if isinstance(flow[k], (int, float)) else None
-                          for k in RPC_FIELDS if k in flow} if first else None))]
+                          for k in RPC_FIELDS if k in flow} if first else None),
+                    ecn_given=("ecn" in flow) if first else None)]
         # Grid keys other than the condition's own and the numeric ones name variants (or templates of them).
         for key, values in grid.items():
             if key in CONDITION_KEYS or key in numeric:
