@@ -236,9 +236,7 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
             "min_bps": float(p["rates"].min()) if p["n"] else math.nan,
             "max_bps": float(p["rates"].max()) if p["n"] else math.nan,
             **_rpc_columns(f.get("rpc")),
-            "ecn_negotiated": (f["cc"].get("ecn") or {}).get("negotiated"),
-            "ecn_response": (f["cc"].get("ecn") or {}).get("response"),
-            "ecn_queue": (f["cc"].get("ecn") or {}).get("queue"),
+            **{f"ecn_{k}": (f["cc"].get("ecn") or {}).get(k) for k in ("negotiated", "response", "queue")},
         })
 
     first = per_flow[0]
