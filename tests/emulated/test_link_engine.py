@@ -61,7 +61,13 @@ def test_the_engine_stopped_inside_the_host_is_not_read_as_a_host_stall(rate_on,
     backend = get_backend("emulated", progress=False, lock_timeout_s=900, attempts=1)  # this attempt's stats
     monkeypatch.setenv("TCPEVAL_LINK", "tevlink")
     rate = rate_on("tevlink", 2.0)
-    cond = adhoc_condition(["cubic"], 2.0, 0.0, 4.0, impl="native", rate_bps=rate, seed=6, dilation=1)
+    # a buffer of four BDPs keeps a window's worth of frames waiting at each stop: with the
+    # default one a stop held back about 60 frames, and five stops came to 0.17-0.2 % of the
+    # frames against the verdict's 0.2 % (in CI 285 of 160,017, and the finding read as the
+    # hypervisor's); the test is about whose stall it is, not about that margin
+    buffer = int(4 * rate * 0.002 / 8)
+    cond = adhoc_condition(["cubic"], 2.0, 0.0, 4.0, impl="native", rate_bps=rate, buffer_bytes=buffer, seed=6,
+                           dilation=1)
     done = threading.Event()
 
     def pids(*words: str) -> list[int]:
