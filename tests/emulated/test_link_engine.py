@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -52,20 +54,47 @@ def test_the_link_engine_carries_its_rate_and_queues_at_most_its_buffer(backend,
 
 
 STOPS, STOP_S = 5, 0.025  # longer than the hypervisor's stalls here (3-10 ms, once 20)
+SPIN = """
+import os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[1])})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    pass
+"""
 
 
-def test_the_engine_stopped_inside_the_host_is_not_read_as_a_host_stall(rate_on, tmp_path, monkeypatch):
-    # A stall the engine may excuse is time the hypervisor took (no context switch, no CPU
-    # time of its own). Stopped by a signal (25 ms, five times) it is switched out -- the host's own doing, as
-    # a receiver taking its CPU would be -- so the frames it holds back are the run's fault.
+def hold_the_engine(how: str, engine: list[int]) -> None:
+    """Keep the link engine from running for STOP_S: stopped by a signal (it gives up its CPU:
+    a voluntary switch), or preempted by a real-time task spinning on its CPU (it waits on
+    the run queue: an involuntary switch)."""
+    if how == "stopped":
+        for pid in engine:
+            os.kill(pid, signal.SIGSTOP)
+        time.sleep(STOP_S)
+        for pid in engine:
+            os.kill(pid, signal.SIGCONT)
+        return
+    for cpu in sorted({c for pid in engine for c in os.sched_getaffinity(pid)}):
+        subprocess.run([sys.executable, "-c", SPIN, str(cpu), str(STOP_S)], check=True)
+
+
+@pytest.mark.parametrize("how", ["stopped", "preempted"])
+def test_the_engine_held_inside_the_host_is_not_read_as_a_host_stall(how, rate_on, tmp_path, monkeypatch):
+    # A stall the engine may excuse is time the hypervisor took: it never gave up its CPU,
+    # and the time was neither its own CPU time nor a wait on the run queue. Stopped by a
+    # signal, or preempted by another task of the host (25 ms, five times), it is held by
+    # the host -- as a receiver taking its CPU would hold it -- so the frames it holds back
+    # are the run's fault.
     backend = get_backend("emulated", progress=False, lock_timeout_s=900, attempts=1)  # this attempt's stats
     monkeypatch.setenv("TCPEVAL_LINK", "tevlink")
     rate = rate_on("tevlink", 2.0)
-    # a buffer of four BDPs keeps a window's worth of frames waiting at each stop: with the
-    # default one a stop held back about 60 frames, and five stops came to 0.17-0.2 % of the
-    # frames against the verdict's 0.2 % (in CI 285 of 160,017, and the finding read as the
-    # hypervisor's); the test is about whose stall it is, not about that margin
-    buffer = int(4 * rate * 0.002 / 8)
+    # a buffer of eight BDPs keeps a large window's worth of frames waiting at each hold: with
+    # the default one a stop held back about 60 frames, and five stops came to 0.17-0.2 % of
+    # the frames against the verdict's 0.2 % (in CI 285 of 160,017, and the finding read as
+    # the hypervisor's); with four BDPs, 1,300-2,000 frames left 0.5 ms late, against its 1 %
+    # of 160,000. The test is about whose stall it is, not about those margins
+    buffer = int(8 * rate * 0.002 / 8)
     cond = adhoc_condition(["cubic"], 2.0, 0.0, 4.0, impl="native", rate_bps=rate, buffer_bytes=buffer, seed=6,
                            dilation=1)
     done = threading.Event()
@@ -74,35 +103,37 @@ def test_the_engine_stopped_inside_the_host_is_not_read_as_a_host_stall(rate_on,
         """Processes whose command line has all these words."""
         return [int(pid) for pid in pids_where(lambda argv: all(w.encode() in argv for w in words))]
 
-    def stop_the_engine():
+    def hold():
         while not pids("iperf3", "-c") and not done.wait(0.02):
             pass  # the traffic has begun
         time.sleep(1.5)  # into its steady part
         engine = pids("line", "--rate-bps")  # tevdelay line ... --rate-bps: the link engine
         for _ in range(STOPS):
-            for pid in engine:
-                os.kill(pid, signal.SIGSTOP)
-            time.sleep(STOP_S)
-            for pid in engine:
-                os.kill(pid, signal.SIGCONT)
+            hold_the_engine(how, engine)
             time.sleep(0.1)
 
-    stopper = threading.Thread(target=stop_the_engine)
-    stopper.start()
+    holder = threading.Thread(target=hold)
+    holder.start()
     try:
         rec = backend.run(cond, tmp_path)
     finally:
         done.set()
-        stopper.join()
+        holder.join()
     link, stalls = rec["measured"]["delay_line"]["link"], rec["measured"]["delay_line"]["host_stalls"]
-    # each stop is seen for what it is: a long gap with a context switch, not a stall
-    stops = [g for g in stalls["longest_gaps"] if g["gap_ns"] >= 0.8 * STOP_S * 1e9]
-    assert len([g for g in stops if g["switches"] >= 1]) >= STOPS - 1, stalls
-    # and the frames the stops held back 5 ms or more count (the host's own stalls, which
+    # each hold is seen for what it is: a long gap the engine gave up its CPU in, or spent
+    # waiting for it on the run queue -- not a stall
+    held_gaps = [g for g in stalls["longest_gaps"] if g["gap_ns"] >= 0.8 * STOP_S * 1e9]
+    if how == "stopped":
+        seen = [g for g in held_gaps if g["voluntary"] >= 1]
+    else:
+        seen = [g for g in held_gaps if g["voluntary"] == 0 and g["waited_ns"] >= 0.8 * g["gap_ns"]
+                and g["stolen_ns"] < g["gap_ns"] / 2]
+    assert len(seen) >= STOPS - 1, stalls
+    # and the frames the holds kept back 5 ms or more count (the host's own stalls, which
     # come in spells here, may excuse some of theirs meanwhile)
     held, beyond = link["late_ge_ms"]["5"], link["late_ge_ms_beyond_stalls"]["5"]
     assert held > 0 and beyond >= 0.5 * held, (link["late_ge_ms"], stalls["longest_gaps"])
-    assert not [f for f in rec["fidelity"]["findings"] if f.get("host_stall")]
+    assert not [f for f in rec["fidelity"]["findings"] if f.get("host_stall")], stalls
     assert nothing_left(run_id_of(tmp_path))
 
 

@@ -55,6 +55,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <linux/if_ether.h>
@@ -186,10 +187,16 @@ static inline struct tpacket2_hdr *frame(struct ring *r, unsigned i)
 
 /* A virtual machine's vCPU is now and then taken away by the hypervisor (here ~3 ms, once
  * every few seconds, in spells): every frame due meanwhile leaves late, at any rate. The
- * engine tells such a stall from its own overload: a gap in its loop during which it was
- * never switched out (no context switch) and its thread's CPU time did not advance (the
- * kernel leaves stolen time out of it, CONFIG_PARAVIRT_TIME_ACCOUNTING; softirq work done
- * in its context counts as its own). A stall of length S delays every frame due during it,
+ * engine tells such a stall from its own overload: a gap in its loop during which it never
+ * gave up its CPU (no voluntary context switch: it was not stopped or blocked) and in which
+ * the time neither on its thread's CPU clock nor waiting on the run queue is at least half
+ * the gap. That time is the stall: the kernel leaves stolen time out of the thread's CPU
+ * time (CONFIG_PARAVIRT_TIME_ACCOUNTING; softirq work done in its context counts as its
+ * own), and the run queue wait (/proc/thread-self/schedstat, CONFIG_SCHED_INFO) is the
+ * time another task of the host held the CPU, which is the run's doing. (A vCPU given back
+ * after ~4 ms often runs a task woken meanwhile for ~40 us first: one involuntary switch,
+ * not 4 ms of the host's. Where schedstat is missing, any switch refuses the gap.)
+ * A stall of length S delays every frame due during it,
  * and those due while the engine works off the backlog, by at most S; it excuses up to S of
  * the lateness of each frame released after it began and due before the stall's end + S.
  * A rate that needs longer than S to catch up has too little headroom, and its later
@@ -203,26 +210,58 @@ static inline struct tpacket2_hdr *frame(struct ring *r, unsigned i)
 #define LONGEST_GAPS 8 /* the longest gaps examined, kept with what decided them (stats) */
 
 struct gap {
-	int64_t gap_ns, stolen_ns;
-	long switches;
+	int64_t gap_ns, stolen_ns, waited_ns; /* waited: on the run queue (-1: not known) */
+	long switches, voluntary;
+};
+
+struct switches {
+	long voluntary, involuntary; /* -1: unknown */
 };
 
 struct stalls {
 	struct gap longest[LONGEST_GAPS];
 	int64_t prev_top; /* the loop's previous turn (CLOCK_REALTIME ns) */
 	int64_t sample_real, sample_cpu;
-	long sample_csw;
+	struct switches sample_csw;
+	int schedstat_fd; /* /proc/thread-self/schedstat, or -1 */
+	int64_t run_delay; /* its run queue wait, read when the involuntary switches last changed */
 	int64_t start, end, len; /* the latest stall: its loop gap, and the time stolen in it */
 	uint64_t count, examined;
 	int64_t stolen_ns, max_ns;
 };
 
-static long context_switches(void)
+static struct switches context_switches(void)
 {
 	struct rusage ru;
 	if (getrusage(RUSAGE_THREAD, &ru))
+		return (struct switches){-1, -1};
+	return (struct switches){ru.ru_nvcsw, ru.ru_nivcsw};
+}
+
+/* The thread's run queue wait so far (ns), or -1. It grows only while the thread waits
+ * after an involuntary switch, and is brought up to date when it runs again: read after
+ * each change of the involuntary count, it is exact at every sample. */
+static int64_t run_queue_wait(int fd)
+{
+	char buf[96];
+	if (fd < 0)
 		return -1;
-	return ru.ru_nvcsw + ru.ru_nivcsw;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	unsigned long long on_cpu, waited;
+	if (sscanf(buf, "%llu %llu", &on_cpu, &waited) != 2)
+		return -1;
+	return (int64_t)waited;
+}
+
+static void stall_watch_init(struct stalls *S)
+{
+	*S = (struct stalls){0};
+	S->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	S->run_delay = run_queue_wait(S->schedstat_fd);
+	S->sample_csw = (struct switches){-1, -1};
 }
 
 /* Called at the top of every turn of the spinning loop. */
@@ -233,17 +272,25 @@ static void stall_watch(struct stalls *S, int64_t real)
 	if (gap < STALL_MIN_NS && real - S->sample_real < CPU_SAMPLE_NS)
 		return;
 	int64_t cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
-	long csw = context_switches();
-	if (gap >= STALL_MIN_NS && S->sample_real) {
-		int64_t stolen = (real - S->sample_real) - (cpu - S->sample_cpu);
+	struct switches csw = context_switches();
+	int64_t run_delay = S->run_delay;
+	if (csw.involuntary != S->sample_csw.involuntary)
+		S->run_delay = run_queue_wait(S->schedstat_fd);
+	int known = csw.voluntary >= 0 && S->sample_csw.voluntary >= 0;
+	if (gap >= STALL_MIN_NS && S->sample_real && known) {
+		long voluntary = csw.voluntary - S->sample_csw.voluntary;
+		long involuntary = csw.involuntary - S->sample_csw.involuntary;
+		/* the run queue wait in the gap; without schedstat a switch leaves it unknown */
+		int64_t waited = !involuntary ? 0 : run_delay >= 0 && S->run_delay >= 0 ? S->run_delay - run_delay : -1;
+		int64_t stolen = (real - S->sample_real) - (cpu - S->sample_cpu) - (waited > 0 ? waited : 0);
 		S->examined++;
 		int shortest = 0;
 		for (int i = 1; i < LONGEST_GAPS; i++)
 			if (S->longest[i].gap_ns < S->longest[shortest].gap_ns)
 				shortest = i;
 		if (gap > S->longest[shortest].gap_ns)
-			S->longest[shortest] = (struct gap){gap, stolen, csw >= 0 ? csw - S->sample_csw : -1};
-		if (csw >= 0 && csw == S->sample_csw && stolen >= gap / 2) {
+			S->longest[shortest] = (struct gap){gap, stolen, waited, voluntary + involuntary, voluntary};
+		if (!voluntary && waited >= 0 && stolen >= gap / 2) {
 			if (stolen > gap)
 				stolen = gap;
 			S->count++;
@@ -275,8 +322,10 @@ static void stall_stats(FILE *f, const struct stalls *S)
 		S->count, S->stolen_ns, S->max_ns, S->examined, STALL_MIN_NS);
 	for (int i = 0, first = 1; i < LONGEST_GAPS; i++)
 		if (S->longest[i].gap_ns) {
-			fprintf(f, "%s{\"gap_ns\":%" PRId64 ",\"stolen_ns\":%" PRId64 ",\"switches\":%ld}", first ? "" : ",",
-				S->longest[i].gap_ns, S->longest[i].stolen_ns, S->longest[i].switches);
+			fprintf(f, "%s{\"gap_ns\":%" PRId64 ",\"stolen_ns\":%" PRId64 ",\"waited_ns\":%" PRId64
+				   ",\"switches\":%ld,\"voluntary\":%ld}", first ? "" : ",",
+				S->longest[i].gap_ns, S->longest[i].stolen_ns, S->longest[i].waited_ns,
+				S->longest[i].switches, S->longest[i].voluntary);
 			first = 0;
 		}
 	fprintf(f, "]}");
@@ -979,7 +1028,8 @@ static int cmd_line(int argc, char **argv)
 	uint64_t hist[8] = {0}; /* error: within +-Q/2, late <Q, <2Q, <5Q, <10Q, <100Q, >=100Q; early (before -Q/2) */
 	uint64_t held_count[MAX_HELD] = {0}; /* frames late by >= held_ms[i] */
 	uint64_t held_beyond_stalls[MAX_HELD] = {0}; /* ... less the part a host stall explains */
-	struct stalls stalls = {0};
+	struct stalls stalls;
+	stall_watch_init(&stalls);
 	L.stalls = &stalls;
 	int64_t held_ns[MAX_HELD];
 	for (int i = 0; i < nheld; i++)
