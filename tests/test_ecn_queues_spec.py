@@ -80,7 +80,7 @@ def test_with_two_queues_a_flow_goes_where_it_negotiates_ecn():
     flows = [Flow("dctcp"), Flow("cubic", impl="native"), Flow("reno", ecn=True), Flow("bbr", impl="native"),
              Flow("udp", protocol="udp", rate_bps=1e7), Flow("dctcp", protocol="rpc", request_bytes=100,
                                                             response_bytes=10_000)]
-    assert [flow_queue(f) for f in flows] == [0, 1, 0, 1, 1, 0]
+    assert [flow_queue(f) for f in flows] == ["marking", "drop_tail", "marking", "drop_tail", "drop_tail", "marking"]
     cond = Condition(backend="emulated", campaign="c", criterion="c", flows=tuple(flows), rtt_ms=2.0, drop=0.0,
                      rep=1, duration_s=10.0)
     assert flow_stacks(cond) == [{}, {}, {"net.ipv4.tcp_ecn": 1}, {}, {}, {}]

@@ -19,6 +19,10 @@ from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated import host, topology
 from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES
 
+# With two queues (ecn_queues 2), a flow's queue by name; tevdelay numbers them in this
+# order (--data-route ...,<queue>)
+QUEUES = ("marking", "drop_tail")
+
 LINKS = ("tevlink", "tbf")
 LINK_ENV = "TCPEVAL_LINK"
 
@@ -90,10 +94,11 @@ def engine_path(topo: topology.Topology, art, rate_bps: float, buffer_bytes: int
                 "ecn": "an ECT(0)/ECT(1) frame that finds ecn_threshold_bytes or more queued before it is "
                        "marked CE (IPv4 header checksum updated); a frame that is not ECN-capable is left "
                        "to the tail drop"} if ecn_threshold_bytes else {}),
-            **({"ecn_queues": 2, "flow_queues": ["marking" if q == 0 else "drop_tail" for q in flow_queues],
-                "queues": "two queues, each with the whole buffer: the marking one for the flows whose "
-                          "algorithm asks for ECN, a drop-tail one for the rest; a deficit round robin, one "
-                          "full frame (1514 bytes) per turn, shares the rate while both have frames waiting"}
+            **({"ecn_queues": 2, "flow_queues": list(flow_queues),
+                "queues": "two queues, each with the whole buffer: the marking one for the flows that "
+                          "negotiate ECN (ecn: true, or an algorithm that asks for it itself: DCTCP), a "
+                          "drop-tail one for the rest and UDP; a deficit round robin, one full frame "
+                          "(1514 bytes) per turn, shares the rate while both have frames waiting"}
                if flow_queues else {})}
 
 

@@ -106,13 +106,6 @@ def guard_difference(after: dict | None, before: dict | None) -> dict | None:
     return {k: after[k] if k in maxima else after[k] - before.get(k, 0) for k in after}
 
 
-def socket_flows(ns: str, port: int) -> list[dict]:
-    """The established flows to/from ``port`` in ``ns`` (``ss -ti``): each one's
-    ``algorithm``, and whether it negotiated ECN (``ecn``)."""
-    from tcpeval.cc import ss_algorithms
-    return ss_algorithms(ns, port)
-
-
 ALLOWED_CC_PATH = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated import host, topology
+from tcpeval.backends.emulated.bottleneck import QUEUES
 from tcpeval.backends.emulated.build import Artifacts
 
 ECHO_PORT = 7
@@ -154,7 +155,7 @@ class DelayLine:
             for port in t.sender_ports():
                 args += ["--data-in", port]
             for i in range(1, t.pairs + 1):
-                queue = f",{int(queues[i - 1] == 'drop_tail')}" if queues else ""
+                queue = f",{QUEUES.index(queues[i - 1])}" if queues else ""
                 args += ["--data-route", f"{topology.receiver_ip(i)}={t.dev(f'r{i}')},"
                                          f"{t.mac(f'r{i}', t.dev('ep'))},{t.mac('sw', t.bottleneck_dev)}{queue}"]
         if self.stats_path.exists():

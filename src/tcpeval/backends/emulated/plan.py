@@ -41,7 +41,7 @@ class Plan:
                                      # not `dilation` (a calibration point: calibrate.judged_at)
     stop: object = None              # a precision-driven run's rule (precision.StopRule), virtual
     ecn_threshold_bytes: int | None = None  # ECN marking at the link (bytes queued), None: off
-    flow_queues: list | None = None  # ecn_queues 2: each flow's queue (0 marking, 1 drop-tail); None: one
+    flow_queues: list | None = None  # ecn_queues 2: each flow's queue (bottleneck.QUEUES); None: one
     flow_stacks: list | None = None  # each flow's endpoints' own sysctls over `stack` (a flow's ecn)
 
     @property
@@ -83,13 +83,13 @@ def stack_settings(condition, dilation: int = 1) -> dict:
     return {**common.PAPER_SYSCTLS, **common.STACK_316, **scaled, **ecn, **(condition.stack or {})}
 
 
-def flow_queue(flow) -> int:
-    """With two queues at the bottleneck (ecn_queues 2): 0, the marking queue, for a flow
-    that negotiates ECN there -- told to (ecn: true), or its algorithm asks itself (DCTCP)
-    -- and 1, the drop-tail queue, for every other flow and UDP."""
+def flow_queue(flow) -> str:
+    """With two queues at the bottleneck (ecn_queues 2, bottleneck.QUEUES): "marking" for a
+    flow that negotiates ECN there -- told to (ecn: true), or its algorithm asks itself
+    (DCTCP) -- and "drop_tail" for every other flow and UDP."""
     if flow.protocol == "udp":
-        return 1
-    return 0 if flow.ecn or cc.ecn_response(flow.variant) == "marked_fraction" else 1
+        return "drop_tail"
+    return "marking" if flow.ecn or cc.ecn_response(flow.variant) == "marked_fraction" else "drop_tail"
 
 
 def flow_stacks(condition) -> list | None:
@@ -101,7 +101,7 @@ def flow_stacks(condition) -> list | None:
     def own(f) -> dict:
         if f.ecn is not None:
             return {"net.ipv4.tcp_ecn": 1 if f.ecn else 2}
-        if getattr(condition, "ecn_queues", None) == 2 and flow_queue(f) == 0:
+        if getattr(condition, "ecn_queues", None) == 2 and flow_queue(f) == "marking":
             return {"net.ipv4.tcp_ecn": 1}
         return {}
     stacks = [own(f) for f in condition.flows]

@@ -196,11 +196,10 @@ def flow_ecn(plan, fp, res: dict) -> dict:
     may give ECN to an algorithm that ignores it, and says so here."""
     if not plan.ecn_threshold_bytes:
         return {}
+    queue = {"queue": plan.flow_queues[fp.index]} if plan.flow_queues else {}
     if fp.protocol == "udp":
-        return {"ecn": {"negotiated": False, "response": None,
-                        **({"queue": "drop_tail"} if plan.flow_queues else {})}}
+        return {"ecn": {"negotiated": False, "response": None, **queue}}
     negotiated = res.get("ecn") if fp.protocol == "rpc" else fp.ss_ecn
-    queue = {"queue": "marking" if plan.flow_queues[fp.index] == 0 else "drop_tail"} if plan.flow_queues else {}
     return {"ecn": {"negotiated": negotiated, "response": cc_module.ecn_response(fp.kernel_name), **queue}}
 
 

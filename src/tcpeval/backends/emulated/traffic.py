@@ -11,9 +11,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tcpeval import cc
 from tcpeval.backends import common
 from tcpeval.backends.base import BackendError
-from tcpeval.backends.emulated import ccadapter, host, topology
+from tcpeval.backends.emulated import host, topology
 
 PORT = common.IPERF3_PORT
 RPC_PORT = 5301
@@ -374,7 +375,7 @@ def check_socket_cc(f: FlowProc, topo: topology.Topology, now: float, first_look
             and now - f.started_at > min(first_look_s + 0.3 * f.ss_tries, f.duration_s / 2)):
         return
     f.ss_tries += 1
-    socks = [s for s in ccadapter.socket_flows(topo.ns(f"s{f.pair}"), PORT) if s["algorithm"]]
+    socks = [s for s in cc.ss_algorithms(topo.ns(f"s{f.pair}"), PORT) if s["algorithm"]]
     algs = [s["algorithm"] for s in socks]
     if not f.default_cc_set and f.kernel_name not in algs and len(algs) < 2 and f.ss_tries < SS_TRIES:
         return  # the control socket (namespace default) alone: look again

@@ -552,22 +552,34 @@ static uint64_t ring_drops(struct ring *rings, int n)
 	return drops;
 }
 
+/* The tail drop, one rule for one queue or two: a frame that finds `backlog` bytes queued
+ * before it, and would take them past the buffer, is dropped -- so is one that finds the
+ * queue's FIFO (`held` frames) full. A drop is counted in the link's totals and, with two
+ * queues, in its queue's (Q; NULL with one), and the frame goes back to the kernel. */
+static int tail_drop(struct link *L, struct queue *Q, struct tpacket2_hdr *h, int64_t backlog, unsigned held)
+{
+	int fifo_full = held >= LINK_FIFO;
+	if (!fifo_full && backlog + (int64_t)h->tp_len <= L->buffer_bytes)
+		return 0;
+	L->fifo_full += fifo_full;
+	L->tail_drops++;
+	L->tail_drop_bytes += h->tp_len;
+	if (Q) {
+		Q->tail_drops++;
+		Q->tail_drop_bytes += h->tp_len;
+	}
+	__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+	return 1;
+}
+
 /* --ecn-queues 2: a frame into its route's queue, or dropped at that queue's tail; only the
  * first queue marks. */
 static void queue_admit(struct link *L, struct tpacket2_hdr *h, struct route *rt, uint8_t *eth, double arrival)
 {
 	struct queue *Q = &L->q[rt->queue];
 	int64_t backlog = Q->bytes;
-	if (backlog + (int64_t)h->tp_len > L->buffer_bytes || Q->tail - Q->head >= LINK_FIFO) {
-		if (Q->tail - Q->head >= LINK_FIFO)
-			L->fifo_full++;
-		L->tail_drops++;
-		L->tail_drop_bytes += h->tp_len;
-		Q->tail_drops++;
-		Q->tail_drop_bytes += h->tp_len;
-		__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+	if (tail_drop(L, Q, h, backlog, Q->tail - Q->head))
 		return;
-	}
 	if (backlog > Q->max_backlog)
 		Q->max_backlog = backlog;
 	if (backlog > L->max_backlog)
@@ -625,14 +637,8 @@ static int link_admit(struct link *L, int64_t real)
 		}
 		double wait = L->last_depart - arrival; /* ns of work queued before this frame */
 		int64_t backlog = wait > 0 ? (int64_t)(wait / L->ns_per_byte + 0.5) : 0;
-		if (backlog + (int64_t)h->tp_len > L->buffer_bytes || L->tail - L->head >= LINK_FIFO) {
-			if (L->tail - L->head >= LINK_FIFO)
-				L->fifo_full++;
-			L->tail_drops++;
-			L->tail_drop_bytes += h->tp_len;
-			__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+		if (tail_drop(L, NULL, h, backlog, L->tail - L->head))
 			continue;
-		}
 		if (backlog > L->max_backlog)
 			L->max_backlog = backlog;
 		ecn_at_link(&L->ecn, eth, h->tp_snaplen, h->tp_len, backlog);
