@@ -94,7 +94,8 @@ def test_the_engine_held_inside_the_host_is_not_read_as_a_host_stall(how, rate_o
     # the frames against the verdict's 0.2 % (in CI 285 of 160,017, and the finding read as
     # the hypervisor's); with four BDPs, 1,300-2,000 frames left 0.5 ms late, against its 1 %
     # of 160,000. The test is about whose stall it is, not about those margins
-    buffer = int(8 * rate * 0.002 / 8)
+    bdp = rate * 0.002 / 8
+    buffer = int(8 * bdp)
     cond = adhoc_condition(["cubic"], 2.0, 0.0, 4.0, impl="native", rate_bps=rate, buffer_bytes=buffer, seed=6,
                            dilation=1)
     done = threading.Event()

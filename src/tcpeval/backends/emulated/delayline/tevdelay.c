@@ -221,7 +221,7 @@ struct switches {
 struct stalls {
 	struct gap longest[LONGEST_GAPS];
 	int64_t prev_top; /* the loop's previous turn (CLOCK_REALTIME ns) */
-	int64_t sample_real, sample_cpu;
+	int64_t sample_real, sample_cpu; /* the last sample: its time, taken after its counts */
 	struct switches sample_csw;
 	int schedstat_fd; /* /proc/thread-self/schedstat, or -1 */
 	int64_t run_delay; /* its run queue wait, read when the involuntary switches last changed */
@@ -302,7 +302,10 @@ static void stall_watch(struct stalls *S, int64_t real)
 			S->len = stolen;
 		}
 	}
-	S->sample_real = real;
+	/* the next interval starts after these reads: a switch taken during them (their system
+	 * calls are where a spinning thread is preempted) is in the counts just read, or in the
+	 * next ones, but never in the next interval's time without its switch */
+	S->sample_real = now_ns(CLOCK_REALTIME);
 	S->sample_cpu = cpu;
 	S->sample_csw = csw;
 }
