@@ -48,8 +48,9 @@ KERNEL_CONFIGS = (Path("/proc/config.gz"), Path("/boot") / f"config-{os.uname().
 
 def stall_accounting() -> tuple[bool, str]:
     """Whether the link engine can tell a host stall (the hypervisor took its vCPU) from its
-    own overload, and why (tevdelay.c, "host stalls"): it reads a gap in its loop with no
-    context switch and no CPU time of its own as stolen. That holds where the kernel leaves
+    own overload, and why (tevdelay.c, "host stalls"): it reads a gap in its loop as stolen
+    when it did not give up its CPU (no voluntary switch) and at least half the gap was
+    neither its own CPU time nor a wait on the run queue (schedstat). That holds where the kernel leaves
     stolen time out of a thread's CPU time (CONFIG_PARAVIRT_TIME_ACCOUNTING) and counts the
     softirq work done in the thread's context as the thread's (no
     CONFIG_IRQ_TIME_ACCOUNTING: with it, a long softirq would read as stolen). Without

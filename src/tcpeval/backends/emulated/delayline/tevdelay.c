@@ -218,11 +218,16 @@ struct switches {
 	long voluntary, involuntary; /* -1: unknown */
 };
 
+/* What the stall watch reads at once: the thread's context switches, its CPU time and the time */
+struct sample {
+	int64_t real, cpu;
+	struct switches csw;
+};
+
 struct stalls {
 	struct gap longest[LONGEST_GAPS];
-	int64_t prev_top; /* the loop's previous turn (CLOCK_REALTIME ns) */
-	int64_t sample_real, sample_cpu; /* the last sample: its time, taken after its counts */
-	struct switches sample_csw;
+	int64_t prev_top; /* the loop's previous turn, or the end of the sample taken in it (CLOCK_REALTIME ns) */
+	struct sample sample; /* the last one */
 	int schedstat_fd; /* /proc/thread-self/schedstat, or -1 */
 	int64_t run_delay; /* its run queue wait, read when the involuntary switches last changed */
 	int64_t start, end, len; /* the latest stall: its loop gap, and the time stolen in it */
@@ -261,53 +266,74 @@ static void stall_watch_init(struct stalls *S)
 	*S = (struct stalls){0};
 	S->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	S->run_delay = run_queue_wait(S->schedstat_fd);
-	S->sample_csw = (struct switches){-1, -1};
+	S->sample.csw = (struct switches){-1, -1};
 }
 
-/* Called at the top of every turn of the spinning loop. */
-static void stall_watch(struct stalls *S, int64_t real)
+/* A sample with no context switch among its reads: the switch counts are read again after
+ * the time and must not have moved. A switch is then in the sample's counts and its time
+ * before the sample's time, or in neither (a preemption lands at the reads' own system
+ * calls: one between the counts and the time would be read as stolen, one before the
+ * counts but after the loop's turn, as a gap with no switch). The run queue wait is read
+ * inside, after the involuntary count last moved. */
+static struct sample take_sample(struct stalls *S)
 {
-	int64_t gap = S->prev_top ? real - S->prev_top : 0;
-	S->prev_top = real;
-	if (gap < STALL_MIN_NS && real - S->sample_real < CPU_SAMPLE_NS)
-		return;
-	int64_t cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
-	struct switches csw = context_switches();
-	int64_t run_delay = S->run_delay;
-	if (csw.involuntary != S->sample_csw.involuntary)
-		S->run_delay = run_queue_wait(S->schedstat_fd);
-	int known = csw.voluntary >= 0 && S->sample_csw.voluntary >= 0;
-	if (gap >= STALL_MIN_NS && S->sample_real && known) {
-		long voluntary = csw.voluntary - S->sample_csw.voluntary;
-		long involuntary = csw.involuntary - S->sample_csw.involuntary;
-		/* the run queue wait in the gap; without schedstat a switch leaves it unknown */
-		int64_t waited = !involuntary ? 0 : run_delay >= 0 && S->run_delay >= 0 ? S->run_delay - run_delay : -1;
-		int64_t stolen = (real - S->sample_real) - (cpu - S->sample_cpu) - (waited > 0 ? waited : 0);
-		S->examined++;
-		int shortest = 0;
-		for (int i = 1; i < LONGEST_GAPS; i++)
-			if (S->longest[i].gap_ns < S->longest[shortest].gap_ns)
-				shortest = i;
-		if (gap > S->longest[shortest].gap_ns)
-			S->longest[shortest] = (struct gap){gap, stolen, waited, voluntary + involuntary, voluntary};
-		if (!voluntary && waited >= 0 && stolen >= gap / 2) {
-			if (stolen > gap)
-				stolen = gap;
-			S->count++;
-			S->stolen_ns += stolen;
-			if (stolen > S->max_ns)
-				S->max_ns = stolen;
-			S->start = real - gap;
-			S->end = real;
-			S->len = stolen;
-		}
+	struct sample s;
+	for (int tries = 0;; tries++) {
+		s.csw = context_switches();
+		if (s.csw.involuntary != S->sample.csw.involuntary)
+			S->run_delay = run_queue_wait(S->schedstat_fd);
+		s.cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		s.real = now_ns(CLOCK_REALTIME);
+		struct switches again = context_switches();
+		if ((again.voluntary == s.csw.voluntary && again.involuntary == s.csw.involuntary) || tries == 3)
+			return s;
 	}
-	/* the next interval starts after these reads: a switch taken during them (their system
-	 * calls are where a spinning thread is preempted) is in the counts just read, or in the
-	 * next ones, but never in the next interval's time without its switch */
-	S->sample_real = now_ns(CLOCK_REALTIME);
-	S->sample_cpu = cpu;
-	S->sample_csw = csw;
+}
+
+/* Called at the top of every turn of the spinning loop (`top`: its time); returns the time
+ * to go on with: the sample's, if one was taken (its reads may have been preempted). */
+static int64_t stall_watch(struct stalls *S, int64_t top)
+{
+	if (top - S->prev_top < STALL_MIN_NS && top - S->sample.real < CPU_SAMPLE_NS) {
+		S->prev_top = top;
+		return top;
+	}
+	struct sample last = S->sample;
+	int64_t run_delay = S->run_delay;
+	struct sample s = take_sample(S);
+	/* the gap: from the loop's previous turn (or the sample taken in it) to the end of this
+	 * sample, so that a switch during these reads, which the counts hold, is in it too; the
+	 * interval the counts cover (from the last sample) holds the gap */
+	int64_t gap = S->prev_top ? s.real - S->prev_top : 0;
+	S->prev_top = s.real;
+	S->sample = s;
+	int known = s.csw.voluntary >= 0 && last.csw.voluntary >= 0;
+	if (gap < STALL_MIN_NS || !last.real || !known)
+		return s.real;
+	long voluntary = s.csw.voluntary - last.csw.voluntary;
+	long involuntary = s.csw.involuntary - last.csw.involuntary;
+	/* the run queue wait in the interval; without schedstat a switch leaves it unknown */
+	int64_t waited = !involuntary ? 0 : run_delay >= 0 && S->run_delay >= 0 ? S->run_delay - run_delay : -1;
+	int64_t stolen = (s.real - last.real) - (s.cpu - last.cpu) - (waited > 0 ? waited : 0);
+	S->examined++;
+	int shortest = 0;
+	for (int i = 1; i < LONGEST_GAPS; i++)
+		if (S->longest[i].gap_ns < S->longest[shortest].gap_ns)
+			shortest = i;
+	if (gap > S->longest[shortest].gap_ns)
+		S->longest[shortest] = (struct gap){gap, stolen, waited, voluntary + involuntary, voluntary};
+	if (!voluntary && waited >= 0 && stolen >= gap / 2) {
+		if (stolen > gap)
+			stolen = gap;
+		S->count++;
+		S->stolen_ns += stolen;
+		if (stolen > S->max_ns)
+			S->max_ns = stolen;
+		S->start = s.real - gap;
+		S->end = s.real;
+		S->len = stolen;
+	}
+	return s.real;
 }
 
 /* The lateness the latest stall excuses in a frame released at `release`, due at `due` */
@@ -1057,7 +1083,7 @@ static int cmd_line(int argc, char **argv)
 	while (!stop) {
 		int64_t real = now_ns(CLOCK_REALTIME);
 		if (L.on && watch_stalls) /* only a loop that never sleeps tells a stall from a sleep */
-			stall_watch(&stalls, real);
+			real = stall_watch(&stalls, real);
 		if (snapshot) {
 			snapshot = 0;
 			FILE *sf = fopen(snap_path, "a");
