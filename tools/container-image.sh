@@ -3,7 +3,11 @@
 # no Docker engine and no Docker Hub needed.
 #
 #   tools/container-image.sh [build] [--rebuild-base] [--fresh] [--tag NAME]   (make image)
-#   tools/container-image.sh run [--name NAME] [CMD...]   CMD (default: make test) in a container
+#   tools/container-image.sh run [--name NAME] [--tree] [--host-calibration] [CMD...]
+#                                 CMD (default: make test) in a container; --tree: on the
+#                                 working tree (uncommitted changes too) instead of the image's
+#                                 revision; --host-calibration: with this host's calibration
+#                                 cache (used where the build matches: no 20-min calibration)
 #   tools/container-image.sh name             the image's name for this revision
 #
 # build: the Dockerfile, unchanged, on a Debian 12 base made here with debootstrap from
@@ -180,8 +184,19 @@ run() {
   podman image exists "$image" || image=$IMAGE:latest
   podman image exists "$image" || die "no image $image: make image"
   NAME=tcpeval-$$   # global: the trap runs after this function has returned
-  [[ ${1:-} == --name ]] && { NAME=$2; shift 2; }
+  local extra=() tree=0 cache=${TCPEVAL_CACHE:-/var/cache/tcpeval}
+  while (($#)); do
+    case $1 in
+      --name) NAME=$2; shift 2 ;;
+      --host-calibration) mkdir -p "$cache"; extra+=(-v "$cache:/var/cache/tcpeval"); shift ;;
+      --tree) tree=1; extra+=(-v "$REPO:/src:ro"); shift ;;
+      *) break ;;
+    esac
+  done
   (($#)) || set -- make test
+  # the working tree's tracked files, uncommitted changes included, over the image's clone
+  ((tree)) && set -- bash -c '(cd /src && git ls-files -z | tar --null -T - -cf -) | tar -xf - && exec "$@"' \
+    tree "$@"
   trap 'podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true' EXIT INT TERM
   local tty=() rt=()
   [[ -t 0 && -t 1 ]] && tty=(-it)
@@ -192,7 +207,7 @@ run() {
   [[ -f $rt_root ]] && rt=(--cgroup-parent=/ --cpu-rt-runtime="$(cat "$rt_root")")
   podman run --rm "${tty[@]}" "${rt[@]}" --name "$NAME" --privileged --network host \
     --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup -v /sys/kernel/btf:/sys/kernel/btf:ro \
-    -v /run/lock:/run/lock "$image" "$@"
+    -v /run/lock:/run/lock "${extra[@]}" "$image" "$@"
 }
 
 cmd=${1:-build}
@@ -201,7 +216,7 @@ case $cmd in
   build) build "$@" ;;
   run) run "$@" ;;
   name) echo "$IMAGE:$(revision)" ;;
-  -h|--help|help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h|--help|help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' ;;
   --rebuild-base|--fresh|--tag) build "$cmd" "$@" ;;
   *) die "unknown command $cmd (build, run, name)" ;;
 esac
