@@ -26,7 +26,7 @@ RTT_MS, DURATION_S, BUFFER = 2.0, 8.0, 250_000
 HOST_SKIPPED_SHARE_MAX = 0.08
 
 
-def _verdict_but_for_skipped_hooks(record: dict) -> list[dict]:
+def _findings_but_skipped_hooks(record: dict) -> list[dict]:
     """The run's findings, less a cc finding (skipped hooks) within the host's share."""
     return [f for f in record["fidelity"]["findings"]
             if not (f["check"] == "cc" and f["measured"] <= HOST_SKIPPED_SHARE_MAX)]
@@ -68,7 +68,7 @@ def test_dctcp_cuts_by_the_marked_fraction_and_keeps_the_link_full(backend, tmp_
     assert flow["cc"]["verified"] == "dctcp_tev" and flow["cc"]["receiver"] == "dctcp_tev"
     assert flow["cc"]["ecn"] == {"negotiated": True, "response": "marked_fraction"}
     assert reno["fidelity"]["verdict"] == "ok", reno["fidelity"]["reasons"]
-    assert not _verdict_but_for_skipped_hooks(dctcp), dctcp["fidelity"]["reasons"]
+    assert not _findings_but_skipped_hooks(dctcp), dctcp["fidelity"]["reasons"]
     for record in (dctcp, reno):
         ecn = record["measured"]["ecn"]
         assert ecn["ce_marked"] > 0 and ecn["not_ect_over_threshold"] == 0
