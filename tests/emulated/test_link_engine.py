@@ -30,6 +30,10 @@ def test_the_link_engine_carries_its_rate_and_queues_at_most_its_buffer(backend,
     rec = backend.run(cond, tmp_path)
     assert rec["mechanisms"]["rate"] == "tevlink"
     assert rec["mechanisms"]["delay_detail"]["link_engine"] is True
+    # the engine's CPU was the engine's: the host's movable tasks left it, and came back
+    alone = rec["mechanisms"]["placement"]["engine_cpu"]
+    assert alone["cleared"] and alone["cpu"] == rec["mechanisms"]["placement"]["line"]
+    assert 0 < alone["moved"] and alone["restored"] <= alone["moved"]
     link = rec["measured"]["delay_line"]["link"]
     # the link's own clock: the second half at the rate, to the byte count
     steady = rec["measured"]["link_steady"]

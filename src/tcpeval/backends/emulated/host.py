@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from tcpeval.backends.base import BackendError
+from tcpeval.backends.emulated import engine_cpu
 
 LOCK_PATH = Path("/run/lock/tcpeval-net.lock")
 STATE_DIR = Path("/run/tcpeval")
@@ -251,6 +252,7 @@ def remove_run(run_id: str) -> list[str]:
         if m and m.group(1) == run_id:
             remove_netns(ns)
             removed.append(ns)
+    engine_cpu.restore(STATE_DIR / f"{run_id}{engine_cpu.STATE_SUFFIX}")  # a run killed midway
     try:
         (STATE_DIR / f"{run_id}.json").unlink()
     except FileNotFoundError:

@@ -37,6 +37,7 @@ from tcpeval.backends.emulated import (
     bottleneck,
     ccadapter,
     delay,
+    engine_cpu,
     host,
     record_parts,
     sockops,
@@ -290,6 +291,10 @@ class EmulatedBackend:
             # waits behind the engine until the fair server stops it (50 ms)
             os.sched_setaffinity(0, cpus)
             stack.callback(os.sched_setaffinity, 0, own)
+            # nor the host's other tasks that may move (engine_cpu says why)
+            cleared = host.STATE_DIR / f"{run.run_id}{engine_cpu.STATE_SUFFIX}"
+            place["engine_cpu"] = engine_cpu.clear(place["line"], cpus, cleared)
+            stack.callback(engine_cpu.restore, cleared, place["engine_cpu"])
         keep_awake = awake.KeepAwake(run.art.tevdelay, cpus)
         stack.callback(keep_awake.stop)
         keep_awake.start()
