@@ -22,18 +22,12 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from tcpeval.backends.emulated.host import pid_start
+
 WORKQUEUE_MASK = Path("/sys/devices/virtual/workqueue/cpumask")
 OPT_OUT = "TCPEVAL_ENGINE_CPU_ALONE"
 STATE_SUFFIX = ".cpus"  # beside host.STATE_DIR's <run_id>.json, not read as a run's state
 NAMES_RECORDED = 12  # the most frequent names of moved tasks a trace keeps
-
-
-def _start(tid: int) -> str | None:
-    """The task's start time (clock ticks since boot): a reused tid is another task."""
-    try:
-        return Path(f"/proc/{tid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
 
 
 def _name(tid: int) -> str:
@@ -92,7 +86,7 @@ def clear(cpu: int, others: list[int], state_file: Path) -> dict:
         if mask == {cpu}:
             pinned.add(_name(tid))
             continue
-        plan.append((tid, _start(tid), sorted(mask)))
+        plan.append((tid, pid_start(tid), sorted(mask)))
     wq_before = _set_workqueue_mask(others)
     # written before anything moves: a run killed midway is put back from it
     state_file.write_text(json.dumps({"cpu": cpu, "moved": plan, "workqueue_cpumask": wq_before,
@@ -101,7 +95,7 @@ def clear(cpu: int, others: list[int], state_file: Path) -> dict:
         try:
             os.sched_setaffinity(tid, set(mask) - {cpu})
         except OSError:  # gone, or a kernel thread that may not move (PF_NO_SETAFFINITY)
-            if _start(tid) == start:
+            if pid_start(tid) == start:
                 not_movable.add(_name(tid))
             continue
         moved.append(tid)
@@ -111,7 +105,6 @@ def clear(cpu: int, others: list[int], state_file: Path) -> dict:
             "not_movable": sorted(not_movable), "left_pinned": sorted(pinned),
             "workqueue_cpumask": None if wq_before is None
             else {"before": wq_before, "during": _mask_hex(others)}}
-
 
 
 def restore(state_file: Path, record: dict | None = None) -> dict:
@@ -125,7 +118,7 @@ def restore(state_file: Path, record: dict | None = None) -> dict:
     cpu, restored, given_back = state["cpu"], 0, 0
     moved_masks = {tuple(sorted(set(m) - {cpu})) for _, _, m in state["moved"]}
     for tid, start, mask in state["moved"]:
-        if _start(tid) != start:
+        if pid_start(tid) != start:
             continue
         try:
             os.sched_setaffinity(tid, mask)
@@ -134,7 +127,7 @@ def restore(state_file: Path, record: dict | None = None) -> dict:
             pass
     since = state.get("since") or 0
     for tid in _tids():
-        start = _start(tid)
+        start = pid_start(tid)
         try:
             if start is None or int(start) < since:
                 continue

@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 from tcpeval.backends.base import BackendError
-from tcpeval.backends.emulated import engine_cpu
 
 LOCK_PATH = Path("/run/lock/tcpeval-net.lock")
 STATE_DIR = Path("/run/tcpeval")
@@ -176,7 +175,8 @@ def describe_holders() -> str:
 
 # ----------------------------------------------------------------------------- state
 
-def _pid_start(pid: int) -> str | None:
+def pid_start(pid: int) -> str | None:
+    """The task's start time (clock ticks since boot): a reused pid or tid is another task."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -187,14 +187,14 @@ def _pid_start(pid: int) -> str | None:
 def pid_alive(pid, start=None) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
-    now = _pid_start(pid)
+    now = pid_start(pid)
     return now is not None and (start is None or now == start)
 
 
 def write_state(run_id: str, **info) -> Path:
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     path = STATE_DIR / f"{run_id}.json"
-    data = {"run_id": run_id, "pid": os.getpid(), "pid_start": _pid_start(os.getpid()),
+    data = {"run_id": run_id, "pid": os.getpid(), "pid_start": pid_start(os.getpid()),
             "created": time.time(), **info}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data))
@@ -252,6 +252,8 @@ def remove_run(run_id: str) -> list[str]:
         if m and m.group(1) == run_id:
             remove_netns(ns)
             removed.append(ns)
+    from tcpeval.backends.emulated import engine_cpu  # which imports this module
+
     engine_cpu.restore(STATE_DIR / f"{run_id}{engine_cpu.STATE_SUFFIX}")  # a run killed midway
     try:
         (STATE_DIR / f"{run_id}.json").unlink()
