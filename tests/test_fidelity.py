@@ -341,6 +341,22 @@ def test_loaded_rtt_is_judged_in_virtual_units_for_a_dilated_run():
     assert "1.4 ms" in reason and "(virtual)" in reason
 
 
+def test_senders_rtt_below_the_setting_is_flagged_as_a_path_shorter_than_set():
+    # the findings slice, 2026-11-27: a 1.2-ms path (0.2 ms x6) whose delay was computed from
+    # a base RTT measured at 0.40 ms on a busy host; cubic's senders saw 0.48 ms, judged ok
+    short = {"1:cubic": fidelity.loaded_rtt(_samples(0.48), 1460)}
+    reason = fidelity.loaded_rtt_check(short, 1.2, 246250, 9.85e9 / 6, 6)
+    assert reason.startswith("loaded RTT:") and "1:cubic 0.08 ms (virtual) at their median" in reason
+    assert "shorter than set" in reason and reason.transient
+    assert reason.measured == pytest.approx(0.08) and reason.limit == pytest.approx(0.15)
+    # within the tolerance (0.05 ms virtual) below the setting, and at or above it: ok
+    for rtt_ms in (0.95, 1.2, 2.0):
+        assert fidelity.loaded_rtt_check({"1:cubic": fidelity.loaded_rtt(_samples(rtt_ms), 1460)},
+                                         1.2, 246250, 9.85e9 / 6, 6) is None
+    # judged without a configured rate too (an unshaped run)
+    assert fidelity.loaded_rtt_check(short, 1.2, None, None, 6) is not None
+
+
 def test_small_windows_and_few_samples_are_not_judged():
     # a flight of a few segments can wait for the receiver's delayed-ACK timer
     assert fidelity.loaded_rtt(_samples(40.0, cwnd_segments=4), 1460) is None

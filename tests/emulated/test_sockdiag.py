@@ -76,3 +76,43 @@ def test_a_socket_that_went_away_reads_as_none(namespace):
         peer.wait(timeout=10)
         assert receiver.read(PORT) is None
         assert PORT not in receiver.found
+
+
+# iperf3's order: the control connection (a few hundred bytes of parameters) first, the
+# data connection on the same server port once the control exchange is done.
+CONTROL_THEN_DATA = textwrap.dedent(f"""
+    import socket, sys
+    srv = socket.socket(socket.AF_INET6)
+    srv.bind(("::", {PORT})); srv.listen(2)
+    control = socket.create_connection(("127.0.0.1", {PORT}))
+    control_in, _ = srv.accept()
+    control.sendall(bytes(300))
+    assert len(control_in.recv(300, socket.MSG_WAITALL)) == 300
+    print("control", flush=True)
+    n = int(sys.stdin.readline())
+    data = socket.create_connection(("127.0.0.1", {PORT}))
+    data_in, _ = srv.accept()
+    data.sendall(bytes(n))
+    assert len(data_in.recv(n, socket.MSG_WAITALL)) == n
+    print("data", flush=True)
+    sys.stdin.readline()
+""")
+
+
+def test_a_reading_before_the_data_connection_does_not_follow_the_control_socket(namespace):
+    peer = subprocess.Popen(["ip", "netns", "exec", namespace, sys.executable, "-c", CONTROL_THEN_DATA],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert peer.stdout.readline().strip() == "control"
+        with ReceivedBytes(namespace) as receiver:
+            assert receiver.read(PORT) == 300             # only the control socket so far
+            assert PORT not in receiver.found             # not followed: too few bytes
+            peer.stdin.write("2000000\n")
+            peer.stdin.flush()
+            assert peer.stdout.readline().strip() == "data"
+            assert receiver.read(PORT) == 2_000_000       # the data socket, found by a dump
+            assert PORT in receiver.found
+            assert receiver.read(PORT) == 2_000_000       # and then followed by its identity
+    finally:
+        peer.stdin.close()
+        peer.wait(timeout=10)

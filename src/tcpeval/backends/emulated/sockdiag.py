@@ -71,14 +71,22 @@ def _open_in_namespace(ns: str | None) -> socket.socket:
     return out["sock"]
 
 
+# A socket is followed by its identity once it has received more than this: iperf3's
+# control connection (a few hundred bytes of parameters) is set up before the data
+# connection, and a reading taken between the two must not follow the control socket for
+# the rest of the run (it did: 2 of 80 runs read a flat line and never stopped early).
+FOLLOW_AFTER_BYTES = 64 * 1024
+
+
 class ReceivedBytes:
     """``read(port)``: the most bytes any established TCP socket with local port ``port``
     has received (the data socket; iperf3's control socket carries a few hundred bytes),
     or None when there is no such socket yet.
 
     A dump walks the kernel's whole established hash (about 4.6 ms of CPU on the VM, as
-    much as `ss` spends), so only the first reading dumps; later ones ask for the socket
-    it found by its exact identity, a hash lookup."""
+    much as `ss` spends), so readings dump only until a socket has received more than
+    FOLLOW_AFTER_BYTES; later ones ask for that socket by its exact identity, a hash
+    lookup."""
 
     def __init__(self, ns: str | None):
         self.ns = ns
@@ -103,13 +111,14 @@ class ReceivedBytes:
                 if got is not None:
                     return got
             del self.found[port]                  # gone or closing: look for it again
-        best = None
+        best, best_id = None, None
         for family in (socket.AF_INET, socket.AF_INET6):
             for sockid, info in self._query(family, bytes(_SOCKID.size), dump=True):
                 got = _bytes_received(info)
                 if _SOCKID.unpack(sockid)[0] == port and got is not None and (best is None or got > best):
-                    best = got
-                    self.found[port] = (family, sockid)
+                    best, best_id = got, (family, sockid)
+        if best is not None and best > FOLLOW_AFTER_BYTES:
+            self.found[port] = best_id
         return best
 
     def _query(self, family: int, sockid: bytes, dump: bool):
