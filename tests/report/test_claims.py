@@ -84,6 +84,48 @@ def test_a_cells_interval_is_students_t_over_its_repetitions():
     assert cell["mean_frac_hw"].iloc[0] == pytest.approx(4.302653 * 0.6 / 3 ** 0.5 / 9.5, rel=1e-5)
 
 
+def test_runs_that_agree_within_their_own_intervals_pool_them():
+    from tcpeval.analysis.tables import Dataset
+    # two runs, each +-0.2 Gbit/s (its batch means): by hand sqrt(0.2^2 + 0.2^2) / 2 =
+    # 0.1414, where Student's t over the two (1 df) gives 12.706 * 0.1414 / sqrt(2) = 1.27
+    runs = _runs({"reno": [4.0, 4.2]}, mean_hw_bps=0.2e9)
+    cell = C.cells(Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False))
+    assert cell["mean_gbps"].iloc[0] == pytest.approx(4.1)
+    assert cell["mean_gbps_hw"].iloc[0] == pytest.approx(0.2 * 2 ** 0.5 / 2)
+    assert cell["mean_frac_hw"].iloc[0] == pytest.approx(0.2e9 * 2 ** 0.5 / 2 / C.payload_ceiling_bps(9.85e9))
+    # the quartiles have no interval of their own here: Student's t over the two
+    assert cell["q50_frac_hw"].iloc[0] == pytest.approx(12.706 * 0.2 / 2 ** 0.5 / 2 ** 0.5 / 9.5, rel=1e-3)
+
+
+def test_runs_that_differ_beyond_their_own_intervals_keep_students_t():
+    from tcpeval.analysis.tables import Dataset
+    # 4.0 and 5.0, each +-0.2 (se 0.102): Cochran's Q = 2 * (0.5 / 0.102)^2 = 48 > 3.84
+    runs = _runs({"reno": [4.0, 5.0]}, mean_hw_bps=0.2e9)
+    cell = C.cells(Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False))
+    assert cell["mean_gbps_hw"].iloc[0] == pytest.approx(12.706 * 0.5 ** 0.5 / 2 ** 0.5, rel=1e-3)
+
+
+@pytest.mark.parametrize("values, hws, expected", [
+    ([4.0, 4.2], [0.2, 0.2], 0.2 * 2 ** 0.5 / 2),
+    ([4.0, 4.2, 4.1], [0.3, 0.2, 0.1], (0.09 + 0.04 + 0.01) ** 0.5 / 3),
+    ([4.0], [0.2], 0.2),
+    ([4.0, 4.5], [0.2, 0.2], float("inf")),       # Q = 2 * (0.25 / 0.102)^2 = 12.0 > 3.84
+    ([4.0, 4.2], [0.2, float("inf")], float("inf")),   # a run without its own interval
+    ([4.0, 4.2], [0.2, float("nan")], float("inf")),
+])
+def test_pooled_half_width_by_hand(values, hws, expected):
+    import numpy as np
+    got = C.pooled_half_width(np.array(values), np.array(hws))
+    assert got == pytest.approx(expected)
+
+
+def test_chi2_critical_matches_the_tables():
+    # 95 %: 3.841 (exact at df 1), 5.991, 7.815, 16.919 (Wilson-Hilferty within 1 %)
+    assert C.chi2_critical(0.95, 1) == pytest.approx(3.841459, rel=1e-5)
+    for df, table in ((2, 5.991), (3, 7.815), (9, 16.919)):
+        assert C.chi2_critical(0.95, df) == pytest.approx(table, rel=0.01)
+
+
 def test_a_cell_of_one_run_takes_its_own_interval_for_the_mean_and_none_for_the_rest():
     from tcpeval.analysis.tables import Dataset
     runs = _runs({"reno": [4.0]}, mean_hw_bps=0.2e9)
