@@ -137,9 +137,9 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
         t = np.array([t_critical(CONFIDENCE, max(int(k) - 1, 1)) for k in n])
         hw = np.where(n >= 2, t * sd / np.sqrt(np.maximum(n, 1)), np.inf)
         if f"{metric}_within_hw" in r:  # the runs' own intervals, where they have them
-            pooled = groups[[metric, f"{metric}_within_hw"]].apply(
-                lambda g: pooled_half_width(g[metric].to_numpy(float), g[f"{metric}_within_hw"].to_numpy(float)))
-            hw = np.where(np.isfinite(pooled.to_numpy(float)), pooled.to_numpy(float), hw)
+            pooled = np.array([pooled_half_width(g[metric].to_numpy(float), g[f"{metric}_within_hw"].to_numpy(float))
+                               for _, g in groups])   # in the groups' order, as n and sd
+            hw = np.where(np.isfinite(pooled), pooled, hw)
         out[f"{metric}_hw"] = hw
     return out.reset_index()
 
