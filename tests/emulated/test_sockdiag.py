@@ -45,9 +45,14 @@ def namespace():
     subprocess.run(["ip", "netns", "del", name], check=False)
 
 
-def test_it_reads_exactly_the_bytes_a_socket_in_the_namespace_received(namespace):
-    peer = subprocess.Popen(["ip", "netns", "exec", namespace, sys.executable, "-c", PEER],
+def _peer(namespace: str, script: str) -> subprocess.Popen:
+    """The script running in the namespace, its stdin and stdout as pipes of text."""
+    return subprocess.Popen(["ip", "netns", "exec", namespace, sys.executable, "-c", script],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def test_it_reads_exactly_the_bytes_a_socket_in_the_namespace_received(namespace):
+    peer = _peer(namespace, PEER)
     try:
         assert peer.stdout.readline().strip() == "ready"
         with ReceivedBytes(namespace) as receiver:
@@ -67,8 +72,7 @@ def test_it_reads_exactly_the_bytes_a_socket_in_the_namespace_received(namespace
 
 
 def test_a_socket_that_went_away_reads_as_none(namespace):
-    peer = subprocess.Popen(["ip", "netns", "exec", namespace, sys.executable, "-c", PEER],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    peer = _peer(namespace, PEER)
     assert peer.stdout.readline().strip() == "ready"
     with ReceivedBytes(namespace) as receiver:
         assert receiver.read(PORT) == 0
@@ -100,8 +104,7 @@ CONTROL_THEN_DATA = textwrap.dedent(f"""
 
 
 def test_a_reading_before_the_data_connection_does_not_follow_the_control_socket(namespace):
-    peer = subprocess.Popen(["ip", "netns", "exec", namespace, sys.executable, "-c", CONTROL_THEN_DATA],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    peer = _peer(namespace, CONTROL_THEN_DATA)
     try:
         assert peer.stdout.readline().strip() == "control"
         with ReceivedBytes(namespace) as receiver:
