@@ -310,8 +310,9 @@ def short_path_check(per_flow: dict, rtt_setting_ms: float, dilation: int = 1) -
     """No sender can measure less than the path's RTT, so a median below the setting (less
     the RTT tolerance) means the path was shorter than set: its delay was computed from a
     base RTT measured long on a busy host, and the idle probes, slowed by the same host,
-    passed. Two traces of the findings slice (2026-11-27) ran at 0.48 and 0.71 ms for a
-    1.2-ms path, judged ok. Transient: the next attempt measures the base again."""
+    passed. Two runs of the findings slice (2026-11-27) had 0.48 and 0.05 ms for a 1.2-ms
+    path, the first judged ok. A flow that fills its buffer hides a short path under its
+    queue. Transient: the next attempt measures the base again."""
     k = dilation
     floor = rtt_setting_ms - rtt_tolerance_ms(rtt_setting_ms, k)
     under = {label: m["median_ms"] for label, m in per_flow.items() if m and m["median_ms"] < floor}
