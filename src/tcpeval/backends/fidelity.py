@@ -313,15 +313,15 @@ def short_path_check(per_flow: dict, rtt_setting_ms: float, dilation: int = 1) -
     passed. Two runs of the findings slice (2026-11-27) had 0.48 and 0.05 ms for a 1.2-ms
     path, the first judged ok. A flow that fills its buffer hides a short path under its
     queue. Transient: the next attempt measures the base again."""
-    k = dilation
-    floor = rtt_setting_ms - rtt_tolerance_ms(rtt_setting_ms, k)
+    k, tol = dilation, rtt_tolerance_ms(rtt_setting_ms, dilation)
+    floor = rtt_setting_ms - tol
     under = {label: m["median_ms"] for label, m in per_flow.items() if m and m["median_ms"] < floor}
     if not under:
         return None
     virtual = " (virtual)" if k > 1 else ""
     listed = ", ".join(f"{label} {ms / k:.3g} ms" for label, ms in under.items())
     return Finding("loaded RTT", f"senders measured {listed}{virtual} at their median, below the "
-                   f"{rtt_setting_ms / k:g} ms RTT of the path (less {rtt_tolerance_ms(rtt_setting_ms, k) / k:.3g} ms): "
+                   f"{rtt_setting_ms / k:g} ms RTT of the path (less {tol / k:.3g} ms): "
                    f"the path was shorter than set", transient=True,
                    measured=min(under.values()) / k, limit=floor / k)
 

@@ -41,6 +41,7 @@ reproduced (the model agrees with the paper: look for an emulator or port fault)
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -149,22 +150,9 @@ def chi2_critical(confidence: float, df: int) -> float:
     Wilson-Hilferty's cube-root normal approximation (5.94 for 5.99 at df = 2, closer
     as df grows)."""
     if df == 1:
-        return _normal_quantile(0.5 + confidence / 2) ** 2
-    z, c = _normal_quantile(confidence), 2.0 / (9.0 * df)
+        return NormalDist().inv_cdf(0.5 + confidence / 2) ** 2
+    z, c = NormalDist().inv_cdf(confidence), 2.0 / (9.0 * df)
     return float(df * (1 - c + z * np.sqrt(c)) ** 3)
-
-
-def _normal_quantile(p: float) -> float:
-    """Phi^-1(p) by bisection on erf (p in (0, 1))."""
-    from math import erf, sqrt
-    lo, hi = -10.0, 10.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if 0.5 * (1 + erf(mid / sqrt(2))) < p:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
 
 
 def pooled_half_width(values: np.ndarray, within_hw: np.ndarray) -> float:
@@ -183,7 +171,7 @@ def pooled_half_width(values: np.ndarray, within_hw: np.ndarray) -> float:
         return np.inf
     if n == 1:
         return float(within_hw[0])
-    se = within_hw / _normal_quantile(0.5 + CONFIDENCE / 2)
+    se = within_hw / NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
     w = 1.0 / se ** 2
     centre = float(np.sum(w * values) / np.sum(w))
     q = float(np.sum(w * (values - centre) ** 2))
