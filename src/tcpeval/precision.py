@@ -42,6 +42,10 @@ MSER_BATCH = 5                    # MSER-5: the warm-up is searched in batches o
 BATCHES_ALLOWED = (10, 30)        # Schmeiser (1982): 10 to 30 batches
 INDEPENDENCE_LEVEL = 0.05         # one-sided level of the von Neumann test of batch means
 NOT_ENOUGH_SAMPLES = "not enough samples"
+# how often a run asks `decide` (virtual s): each decision costs a drop read and an MSER-5
+# search; the emulated backend's watch asks at this pace, and a replay of the rule on a
+# recorded series (tcpeval.analysis.stopping_check) asks at the same
+DECIDE_EVERY_S = 2.0
 # what a precision-driven run's metrics are taken over: the samples after the warm-up cut
 # (what the rule's intervals are about), or every sample (the paper's definition)
 METRICS_SPANS = ("after_warmup", "whole_run")

@@ -55,6 +55,7 @@ def stopping_results(tmp_path_factory):
     conds = synthetic.campaign_conditions(design, CAMPAIGN)
     assert sorted((c.criterion, c.flows[0].variant, c.duration_s) for c in conds) == [
         ("stopping_long", v, 300.0) for v in ("bic", "cubic", "reno")] + [
+        ("stopping_replay", v, 60.0) for v in ("bic", "cubic", "reno") for _ in range(3)] + [
         ("stopping_rule", v, 60.0) for v in ("bic", "cubic", "reno")]
     paths = synthetic.write_traces(conds, root / "raw")
     for cond, path in zip(conds, paths):
@@ -65,7 +66,7 @@ def stopping_results(tmp_path_factory):
             if stopped:
                 _truncate(record, STOP_S)
             record["measured"]["precision"] = _decision(stopped, STOP_S if stopped else 60.0)
-        elif variant == "bic":              # the long run finds a mean 20 % above the rule's
+        elif cond.criterion == sc.LONG and variant == "bic":   # a mean 20 % above the rule's
             _scale(record, 1.2)
         trace.write_trace(path.parent, record, force=True)
     assert main(["metrics", "build", "--campaign", CAMPAIGN, "--raw-dir", str(root / "raw"),
@@ -104,6 +105,32 @@ def test_paragraph_figure_and_json_carry_the_comparisons(stopping_results, tmp_p
     assert saved["campaign"] == CAMPAIGN and saved["summary"]["agree"] == 1 and len(saved["results"]) == 3
 
 
+def test_the_rule_is_replayed_on_replay_runs_and_on_segments_of_long_runs(stopping_results, tmp_path):
+    _, ds = stopping_results
+    out = stopping_check.write(ds, CAMPAIGN, tmp_path / "fig", tmp_path / "s.tex", tmp_path / "s.json",
+                               design=spec.load_design())
+    replays = out["replays"]
+    runs = [r for r in replays if r["kind"] == "run"]
+    segments = [r for r in replays if r["kind"] == "segment"]
+    assert len(runs) == 9 and len(segments) == 15                # 3 x 3 runs; 3 x 300 s / 60 s
+    assert all(r["judged"] and r["stopped_s"] < 60 for r in replays)
+    # bic's long run is 20 % above its replay runs: none covers it; its segments are judged
+    # against the rest of that same run, which they match
+    bic_runs = [r for r in runs if r["variant"] == "bic"]
+    assert not any(r["covers"] for r in bic_runs) and all(r["miss_in_hw"] > 1 for r in bic_runs)
+    long_bic = float(ds.runs[(ds.runs["criterion"] == sc.LONG) & (ds.runs["variant"] == "bic")]["mean_bps"].iloc[0])
+    assert all(r["reference_bps"] == long_bic for r in bic_runs)
+    assert all(abs(r["reference_bps"] / long_bic - 1) < 0.02 for r in segments if r["variant"] == "bic")
+    s = out["summary"]["replay"]
+    assert s["run"]["judged"] == 9 and s["run"]["covered"] == sum(r["covers"] for r in runs) <= 6
+    assert s["segment"]["judged"] == 15
+    text = (tmp_path / "s.tex").read_text()
+    assert "Replayed as the run applies it: on 9 independent run(s)" in text
+    assert "on 15 consecutive 60-s segment(s)" in text
+    saved = json.loads((tmp_path / "s.json").read_text())
+    assert len(saved["replays"]) == 24
+
+
 def test_cli_strict_fails_on_a_miss_and_prints_the_table(stopping_results, tmp_path, capsys):
     results, _ = stopping_results
     args = ["stopping-check", "--results", str(results), "--fig-dir", str(tmp_path / "fig"),
@@ -113,6 +140,7 @@ def test_cli_strict_fails_on_a_miss_and_prints_the_table(stopping_results, tmp_p
     printed = capsys.readouterr().out
     assert "NO: covers_mean" in printed and "NO: stopped_by_itself" in printed
     assert "1 of 3 judged comparisons agree" in printed
+    assert "replayed on" in printed and "segment" in printed   # the replayed stops, one per line
 
 
 def test_without_results_strict_names_the_make_target(tmp_path, capsys):

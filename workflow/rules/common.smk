@@ -285,7 +285,7 @@ STOPPING_CAMPAIGNS = ("stopping", "stopping-quick")
 
 def stopping_tables(wildcards):
     results = first_results(STOPPING_CAMPAIGNS)
-    return [f"{results}/runs.parquet"] if results else []
+    return [f"{results}/runs.parquet", f"{results}/samples.parquet"] if results else []
 
 
 def paper_dir_of(wildcards, input):

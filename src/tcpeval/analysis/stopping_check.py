@@ -15,18 +15,35 @@ For each condition (variant, RTT, drop) and each usable run of the rule:
   quartiles, which are not judged.
 Only runs with fidelity verdict ok count (tables.Dataset leaves flagged ones out); a
 condition without a usable run on either side is not judged, with the reason.
+
+One run of the rule is one stop; a 95 % interval misses one time in twenty, so a single
+pair per condition cannot tell a sound rule from one that covers 80 %. The rule's coverage
+over many stops comes from replays (`replays`): the rule applied, as the run's watch
+applies it (a decision every precision.DECIDE_EVERY_S virtual seconds on the samples so
+far), to the receiver samples of runs recorded at its longest length (criterion
+stopping_replay, independent seeds: each run one stop), and to consecutive segments of
+the long runs (each against the rest of its own run: a coverage without run-to-run
+differences, which tells the rule's own shortfall from that of a run's conditions).
+A replay takes iperf3's interval samples where the watch reads the receiver socket, and
+the sender's retransmissions as its loss events where the watch counts the drop stage's
+drops (one each at the drop rates of these conditions).
 """
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
-from tcpeval import precision
+from tcpeval import precision, spec
+from tcpeval.analysis import metrics as M
+from tcpeval.analysis.extract import WITHIN_RUN_BATCHES
 
 RULE = "stopping_rule"
 LONG = "stopping_long"
+REPLAY = "stopping_replay"
+CONFIDENCE = 0.95
 MIN_LENGTH_RATIO = 5.0
 QUARTILES = ("q25", "q50", "q75")
 
@@ -125,3 +142,148 @@ def summary(results: list[dict]) -> dict:
         "quartiles_judged": sum(len(r["quartiles"]) for r in judged),
         "min_length_ratio": MIN_LENGTH_RATIO,
     }
+
+
+# --- the rule replayed on recorded series -------------------------------------------------
+
+def rule_of(design: dict, campaign: str) -> precision.StopRule:
+    """The stopping rule the campaign's rule runs are held to (criterion stopping_rule)."""
+    settings = spec.criterion_settings(design, campaign, RULE)
+    return precision.StopRule.from_design(settings["stop"], f"campaigns/{campaign}/criteria/{RULE}/stop")
+
+
+def replay(rule: precision.StopRule, t_s, rates, loss_events,
+           every_s: float = precision.DECIDE_EVERY_S) -> precision.Decision | None:
+    """The rule as a run applies it, on a recorded series: t_s the samples' ends (virtual s
+    from the flow's start), rates their throughput, loss_events the cumulative loss events
+    at each sample. A decision every every_s seconds on the samples so far; the first that
+    says stop, else the last at min(max_s, the series' end) (a series shorter than max_s
+    ends undecided: stop False). None when the series has fewer than two samples."""
+    t = np.asarray(t_s, dtype=float)
+    values = np.asarray(rates, dtype=float)
+    events = np.asarray(loss_events, dtype=float)
+    horizon = min(rule.max_s, float(t[-1])) if len(t) else 0.0
+    decision, look = None, every_s
+    while look <= horizon + 1e-9:
+        m = int(np.searchsorted(t, look + 1e-9))
+        if m >= 2:
+            decision = precision.decide(rule, t[:m], values[:m], int(events[m - 1]), look)
+            if decision.stop:
+                return decision
+        look += every_s
+    m = int(np.searchsorted(t, horizon + 1e-9))
+    if m >= 2 and (decision is None or decision.elapsed_s < horizon):
+        decision = precision.decide(rule, t[:m], values[:m], int(events[m - 1]), horizon)
+    return decision
+
+
+def replayed_stop(rule: precision.StopRule, t_s, nbytes, loss_events,
+                  every_s: float = precision.DECIDE_EVERY_S) -> dict | None:
+    """Where the rule stops on a recorded flow and what a run stopped there reports: its
+    mean after the warm-up cut (bytes over time, as the runs table's mean_bps) and the
+    interval the claims use (batch means in WITHIN_RUN_BATCHES batches, as
+    extract.summarise computes it for a stopped run)."""
+    t = np.asarray(t_s, dtype=float)
+    b = np.asarray(nbytes, dtype=float)
+    if len(t) < 2:
+        return None
+    rates = M.interval_rates(t, b)
+    decision = replay(rule, t, rates, loss_events, every_s)
+    if decision is None:
+        return None
+    end = decision.elapsed_s
+    kept = (t > decision.warmup_cut_s + 1e-9) & (t <= end + 1e-9)
+    mean = M.mean_throughput(t, b, kept) if kept.any() else math.nan
+    hw = precision.batch_means(rates[kept], batches=WITHIN_RUN_BATCHES, confidence=CONFIDENCE).half_width
+    return {"stopped_s": end, "precision_reached": decision.precision_reached, "why": decision.why,
+            "warmup_s": decision.warmup_cut_s, "loss_events": decision.loss_events,
+            "mean_bps": mean, "mean_hw_bps": float(hw) if math.isfinite(hw) else math.nan,
+            "rule_relative_hw": decision.mean.relative_half_width}
+
+
+def _judged_stop(stop: dict | None, reference_bps: float) -> dict:
+    """A replayed stop against the mean it should cover."""
+    if stop is None:
+        return {"judged": False, "covers": False}
+    hw, mean = stop["mean_hw_bps"], stop["mean_bps"]
+    judged = bool(stop["precision_reached"] and math.isfinite(hw) and math.isfinite(reference_bps))
+    signed = (reference_bps - mean) / hw if judged and hw > 0 else math.nan
+    return {**stop, "judged": judged, "reference_bps": reference_bps,
+            "signed_miss_in_hw": signed, "miss_in_hw": abs(signed),
+            "covers": bool(judged and abs(reference_bps - mean) <= hw)}
+
+
+def _first_flow(samples: pd.DataFrame) -> pd.DataFrame:
+    first = samples[samples["flow"] == samples["flow"].min()]
+    return first.sort_values("t_s")
+
+
+def _loss_events(flow: pd.DataFrame) -> np.ndarray:
+    """The sender's cumulative retransmissions at each sample (a missing count as none)."""
+    return np.nan_to_num(flow["retransmits"].to_numpy(dtype=float)).cumsum()
+
+
+def segments_of(flow: pd.DataFrame, length_s: float) -> list[tuple[pd.DataFrame, float]]:
+    """A long run's samples cut into consecutive segments of length_s (the last, if
+    shorter, is dropped), each with the mean throughput of the rest of the run; segment
+    times from its start."""
+    t = flow["t_s"].to_numpy(dtype=float)
+    dt = M.interval_lengths(t)                  # of the whole run: the rest has a gap
+    b = flow["bytes"].to_numpy(dtype=float)
+    out = []
+    for k in range(int((t[-1] + 1e-9) // length_s) if len(t) else 0):
+        inside = (t > k * length_s + 1e-9) & (t <= (k + 1) * length_s + 1e-9)
+        segment = flow[inside].assign(t_s=t[inside] - k * length_s)
+        rest_s = dt[~inside].sum()
+        out.append((segment, float(8.0 * b[~inside].sum() / rest_s) if rest_s > 0 else math.nan))
+    return out
+
+
+def replays(runs: pd.DataFrame, samples: pd.DataFrame, rule: precision.StopRule) -> list[dict]:
+    """The rule replayed, per condition: on each usable stopping_replay run (against the
+    mean of the condition's long runs) and on each max_s-long segment of each long run
+    (against the rest of that run). runs: the usable runs; samples: theirs (flow, t_s,
+    bytes, retransmits)."""
+    out = []
+    used = runs[runs["criterion"].isin([LONG, REPLAY])]
+    for (variant, rtt, p), of in used.groupby(["variant", "rtt_ms", "drop"], sort=True):
+        base = {"variant": variant, "rtt_ms": float(rtt), "drop": float(p)}
+        long = of[of["criterion"] == LONG]
+        long_mean = float(long["mean_bps"].astype(float).mean()) if len(long) else math.nan
+        for _, row in of[of["criterion"] == REPLAY].sort_values("rep").iterrows():
+            flow = _first_flow(samples[samples["run"] == row["run"]])
+            stop = replayed_stop(rule, flow["t_s"], flow["bytes"], _loss_events(flow))
+            out.append({**base, "kind": "run", "run": str(row["run"]), "segment": None,
+                        **_judged_stop(stop, long_mean)})
+        for _, row in long.sort_values("rep").iterrows():
+            flow = _first_flow(samples[samples["run"] == row["run"]])
+            for k, (segment, rest_mean) in enumerate(segments_of(flow, rule.max_s)):
+                stop = replayed_stop(rule, segment["t_s"], segment["bytes"], _loss_events(segment))
+                out.append({**base, "kind": "segment", "run": str(row["run"]), "segment": k,
+                            **_judged_stop(stop, rest_mean)})
+    return out
+
+
+def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson's interval of a proportion k / n (NaN, NaN for n = 0)."""
+    if n == 0:
+        return math.nan, math.nan
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    share = k / n
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def coverage(stops: list[dict]) -> dict:
+    """How often the judged stops' intervals covered their reference: the share, its Wilson
+    interval, and the median miss in half-widths (an honest interval of 10 batch means:
+    the median of |t_9| / t_9's 97.5 % quantile, 0.31)."""
+    judged = [s for s in stops if s["judged"]]
+    k = sum(s["covers"] for s in judged)
+    low, high = wilson(k, len(judged))
+    misses = [s["miss_in_hw"] for s in judged]
+    return {"stops": len(stops), "judged": len(judged), "covered": k,
+            "share": k / len(judged) if judged else math.nan, "share_low": low, "share_high": high,
+            "median_miss_in_hw": float(np.median(misses)) if misses else math.nan,
+            "median_stop_s": float(np.median([s["stopped_s"] for s in judged])) if judged else math.nan}

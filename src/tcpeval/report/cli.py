@@ -186,7 +186,7 @@ def cmd_validation(args) -> int:
     return 0
 
 
-def _method_check(args, module, not_run: str, failed) -> int:
+def _method_check(args, module, not_run: str, failed, **write_kw) -> int:
     """A method check of the manuscript (dilation, stopping): its figure, paragraph and
     comparisons; --table prints them, --strict exits 1 where failed(summary) says so and
     fails when the campaign has no tables (not_run: what to run)."""
@@ -196,10 +196,12 @@ def _method_check(args, module, not_run: str, failed) -> int:
     if ds is None and args.strict:
         raise UserError(f"{results / 'runs.parquet'}: {not_run}")
     out = module.write(ds, campaign if ds is not None else None, Path(args.fig_dir),
-                       Path(args.out_tex), Path(args.out_json) if args.out_json else None)
+                       Path(args.out_tex), Path(args.out_json) if args.out_json else None, **write_kw)
     s = out["summary"]
     if args.table:
         print(module.table(out["results"]))
+        if out.get("replays"):
+            print("\n" + module.replay_table(out["replays"]))
         print(f"\n{s['agree']} of {s['judged']} judged comparisons agree ({s['not_judged']} not judged); "
               f"{args.out_tex}")
     else:
@@ -221,8 +223,16 @@ def cmd_stopping_check(args) -> int:
 
     return _method_check(args, stopping_check,
                          "no tables of the stopping check; run `make validate-stopping` "
-                         "(campaign stopping or stopping-quick)",
-                         lambda s: s["agree"] < s["judged"] or s["not_judged"] > 0)
+                         "(campaign stopping or stopping-quick)", _stopping_failed,
+                         design=spec.load_design(args.design))
+
+
+def _stopping_failed(s: dict) -> bool:
+    """Every rule run against its long run, and the replayed coverage not clearly below
+    the rule's (its Wilson interval reaching 95 %)."""
+    replay = s.get("replay") or {}
+    short = [c for c in replay.values() if c["judged"] and c["share_high"] < 0.95]
+    return s["agree"] < s["judged"] or s["not_judged"] > 0 or bool(short)
 
 
 def cmd_paper(args) -> int:

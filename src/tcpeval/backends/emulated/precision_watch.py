@@ -19,19 +19,17 @@ from dataclasses import replace
 from tcpeval.backends import common
 from tcpeval.backends.base import BackendError
 from tcpeval.backends.emulated.sockdiag import ReceivedBytes, SockDiagError
-from tcpeval.precision import Decision, StopRule, decide
-
-DECIDE_EVERY_VIRTUAL_S = 2.0  # a decision costs a drop read and an MSER-5 search
+from tcpeval.precision import DECIDE_EVERY_S, Decision, StopRule, decide
 
 
 def steady_checkpoints(plan) -> list[float]:
     """When (s after t0) a precision-driven run snapshots its counters, besides its middle:
     from 1 virtual second on, 20 % apart, so that wherever it stops, a snapshot lies at
     most 20 % before its middle (the steady state then starts there). The first comes at
-    half the earliest stop (the first decision, DECIDE_EVERY_VIRTUAL_S): bic at 0.2 ms and
+    half the earliest stop (the first decision, DECIDE_EVERY_S): bic at 0.2 ms and
     1e-2 met +-5 % after 6 virtual s, and with the first snapshot at 10 s its run had no
     steady state to record."""
-    out, t = [], plan.flows[0].start_s + DECIDE_EVERY_VIRTUAL_S / 2 * plan.dilation
+    out, t = [], plan.flows[0].start_s + DECIDE_EVERY_S / 2 * plan.dilation
     while t < plan.duration_s / 2:
         out.append(t)
         t *= 1.2
@@ -59,7 +57,7 @@ class PrecisionWatch:
                                f"(CONFIG_INET_DIAG, tcp_diag): {err}") from None
         self.flow_start_s, self.drops = flow_start_s, drops
         self.sample_s = sample_s
-        self.decide_every = max(1, round(DECIDE_EVERY_VIRTUAL_S * k / sample_s))
+        self.decide_every = max(1, round(DECIDE_EVERY_S * k / sample_s))
         self.log = log or (lambda m: None)
         self.t_s: list[float] = []          # physical, from the flow's start
         self.bytes: list[int] = []
