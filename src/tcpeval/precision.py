@@ -349,9 +349,25 @@ def quantile_intervals(values, quantiles: Sequence[float], batches: int = 20,
     batch_quantiles = np.quantile(rows, levels, axis=1)    # levels x batches
     intervals = {}
     for q, estimate, per_batch in zip(levels, estimates, batch_quantiles):
-        spread = math.sqrt(float(((per_batch - estimate) ** 2).sum()) / (batches - 1))
-        intervals[q] = _interval(estimate, spread, batches, batch_size, len(series), confidence)
+        hw = sectioning_half_width(estimate, per_batch, confidence)
+        relative = hw / abs(estimate) if estimate != 0 else math.inf
+        intervals[q] = Interval(float(estimate), hw, float(relative), batches, batch_size, len(series),
+                                confidence)
     return intervals
+
+
+def sectioning_half_width(estimate: float, per_batch, confidence: float = 0.95) -> float:
+    """The half-width of a statistic that is no mean of the samples (a quantile, a ratio of
+    means, Jain's index) by sectioning (Asmussen & Glynn 2007): the statistic of all
+    samples is the estimate, each batch's own value scatters about it, and
+    t(confidence, b - 1) x sqrt(sum (value - estimate)^2 / (b - 1)) / sqrt(b) is the
+    half-width for b batches."""
+    values = np.asarray(per_batch, dtype=float)
+    b = len(values)
+    if b < 2:
+        raise ValueError(f"sectioning needs at least 2 batches, got {b}")
+    spread = math.sqrt(float(((values - estimate) ** 2).sum()) / (b - 1))
+    return float(t_critical(confidence, b - 1) * spread / math.sqrt(b))
 
 
 def quantile_interval(values, q: float, batches: int = 20,

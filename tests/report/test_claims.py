@@ -97,6 +97,23 @@ def test_runs_that_agree_within_their_own_intervals_pool_them():
     assert cell["q50_frac_hw"].iloc[0] == pytest.approx(12.706 * 0.2 / 2 ** 0.5 / 2 ** 0.5 / 9.5, rel=1e-3)
 
 
+def test_two_flow_runs_pool_their_own_intervals_of_jain_utilisation_and_share():
+    from tcpeval.analysis.tables import Dataset
+    runs = pd.DataFrame([dict(criterion="fairness", variant="cubic", second="cubic", rtt_ms=0.2, drop=0.0, rep=rep,
+                              link_rate_bps=9.85e9, mean_bps=5e9, flow1_bps=f1 * 1e9, flow2_bps=f2 * 1e9,
+                              utilisation_bps=(f1 + f2) * 1e9, jain=j, utilisation_frac=(f1 + f2) / 9.5,
+                              jain_hw=0.002, utilisation_hw_bps=0.1e9, share_first_hw=0.01,
+                              **dict.fromkeys(("q25_bps", "q50_bps", "q75_bps", "spread_bps", "ubar_bps",
+                                               "conv_time_s", "mean_frac"), float("nan")))
+                         for rep, (f1, f2, j) in enumerate([(4.7, 4.6, 0.9999), (4.65, 4.7, 0.99997)], start=1)])
+    cell = C.cells(Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False))
+    # each by hand: sqrt(hw^2 + hw^2) / 2, where Student's t over two would be 12.7 standard errors
+    assert cell["jain_hw"].iloc[0] == pytest.approx(0.002 * 2 ** 0.5 / 2)
+    assert cell["utilisation_gbps_hw"].iloc[0] == pytest.approx(0.1 * 2 ** 0.5 / 2)
+    assert cell["utilisation_frac_hw"].iloc[0] == pytest.approx(0.1e9 * 2 ** 0.5 / 2 / C.payload_ceiling_bps(9.85e9))
+    assert cell["share_first_hw"].iloc[0] == pytest.approx(0.01 * 2 ** 0.5 / 2)
+
+
 def test_runs_that_differ_beyond_their_own_intervals_keep_students_t():
     from tcpeval.analysis.tables import Dataset
     # 4.0 and 5.0, each +-0.2 (se 0.102): Cochran's Q = 2 * (0.5 / 0.102)^2 = 48 > 3.84

@@ -156,5 +156,6 @@ def test_without_results_strict_names_the_make_target(tmp_path, capsys):
 def test_the_paragraph_and_figure_compile_with_their_reference(stopping_results, tmp_path):
     _, ds = stopping_results
     gen = tmp_path / "generated"
-    stopping_check.write(ds, CAMPAIGN, gen / "figures", gen / "stopping-check.tex")
+    stopping_check.write(ds, CAMPAIGN, gen / "figures", gen / "stopping-check.tex", design=spec.load_design())
+    assert "Replayed as the run applies it" in (gen / "stopping-check.tex").read_text()
     compile_paragraph(tmp_path, "stopping-check.tex")

@@ -189,6 +189,39 @@ def _within_run_half_width(rates: np.ndarray) -> float:
     return float(hw) if math.isfinite(hw) else math.nan
 
 
+def _two_flow_half_widths(per_flow: list[dict], interval_s: float, means_common: list[float]) -> dict:
+    """The 95 % half-widths of a two-flow run's Jain index, utilisation and first flow's
+    share from its own samples, for the claims as the mean's are: the cells of the common
+    grid where every flow is active, in WITHIN_RUN_BATCHES consecutive batches; each batch's
+    flow means give its index, sum and share, and each interval is the sectioning one about
+    the run's own figure (precision.sectioning_half_width). NaN -- no interval of its own,
+    so a cell falls back on its repetitions -- with too few cells, or where the batches'
+    sums are correlated (von Neumann), as flows that trade shares slowly make them."""
+    out = {"jain_hw": math.nan, "utilisation_hw_bps": math.nan, "share_first_hw": math.nan}
+    total = float(np.sum(means_common))
+    if len(per_flow) < 2 or not interval_s > 0 or not total > 0:
+        return out
+    _, nb, active = M._grid([(p["start"], p["t"], p["b"]) for p in per_flow], interval_s)
+    rates = 8.0 * nb[:, active.all(axis=0)] / interval_s              # flows x common cells
+    size = rates.shape[1] // WITHIN_RUN_BATCHES
+    if size < 2:
+        return out
+    independence = precision.batch_means_independence(rates.sum(axis=0), WITHIN_RUN_BATCHES)
+    if independence is None or not independence.passed:
+        return out
+    kept = rates[:, rates.shape[1] - size * WITHIN_RUN_BATCHES:]    # the earliest remainder left out
+    means = kept.reshape(len(per_flow), WITHIN_RUN_BATCHES, size).mean(axis=2)   # flows x batches
+    sums = means.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        jains = sums ** 2 / (len(per_flow) * (means ** 2).sum(axis=0))
+        shares = means[0] / sums
+    if not (np.all(np.isfinite(jains)) and np.all(np.isfinite(shares))):
+        return out
+    return {"jain_hw": precision.sectioning_half_width(M.jain_index(means_common), jains),
+            "utilisation_hw_bps": precision.sectioning_half_width(total, sums),
+            "share_first_hw": precision.sectioning_half_width(means_common[0] / total, shares)}
+
+
 def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
               eps: float = M.DEFAULT_EPSILON) -> tuple[dict, list[dict], dict]:
     """(run row, flow rows, samples columns) of one validated trace, in the units of the
@@ -296,6 +329,8 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         "flow2_bps": means_common[1] if multi else math.nan,
         "jain": M.jain_index(means_common) if multi else math.nan,
         "utilisation_bps": float(np.sum(means_common)) if multi else math.nan,
+        # and their 95 % intervals from the run's own samples (NaN: none of its own)
+        **_two_flow_half_widths(per_flow, float(cond["interval_s"]), means_common if multi else []),
         # Sec. III-B convergence of the new flow
         "conv_applicable": False, "converged": False,
         "conv_time_s": math.nan, "spread_bps": math.nan, "ubar_bps": math.nan,

@@ -275,10 +275,15 @@ def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+# The median miss, in half-widths, of an honest interval of WITHIN_RUN_BATCHES batch means:
+# the median of |t| over t's 97.5 % quantile (9 degrees of freedom: 0.703 / 2.262 = 0.31)
+HONEST_MEDIAN_MISS = (precision.t_critical(0.5, WITHIN_RUN_BATCHES - 1)
+                      / precision.t_critical(CONFIDENCE, WITHIN_RUN_BATCHES - 1))
+
+
 def coverage(stops: list[dict]) -> dict:
     """How often the judged stops' intervals covered their reference: the share, its Wilson
-    interval, and the median miss in half-widths (an honest interval of 10 batch means:
-    the median of |t_9| / t_9's 97.5 % quantile, 0.31)."""
+    interval, and the median miss in half-widths (HONEST_MEDIAN_MISS for an honest one)."""
     judged = [s for s in stops if s["judged"]]
     k = sum(s["covers"] for s in judged)
     low, high = wilson(k, len(judged))

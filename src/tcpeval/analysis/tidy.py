@@ -50,6 +50,7 @@ RUN_SCHEMA = pa.schema([
     ("q25_hw_bps", _F), ("q50_hw_bps", _F), ("q75_hw_bps", _F),
     ("metrics_from_s", _F), ("precision_reached", _B), ("stopped_early", _B), ("ran_s", _F),
     ("flow1_bps", _F), ("flow2_bps", _F), ("jain", _F), ("utilisation_bps", _F),
+    ("jain_hw", _F), ("utilisation_hw_bps", _F), ("share_first_hw", _F),
     ("utilisation_frac", _F), ("conv_applicable", _B), ("converged", _B),
     ("conv_time_s", _F), ("spread_bps", _F), ("ubar_bps", _F), ("lambda", _F), ("epsilon", _F),
     # beyond the paper (extract._other_studies)

@@ -12,11 +12,12 @@ verdict and a short statement of what we measured, intervals included:
                           (reps_to_decide)
   not enough data         a cell the check needs is missing
 
-A cell's interval of its mean throughput and quartiles pools its runs' own batch-means
-(batched-quantile) intervals (runs table `mean_hw_bps`, `q25_hw_bps`, ...) where every run
-has one and the repetitions agree within them (pooled_half_width); otherwise, and for
-every other metric, it is Student's t over its repetitions (none, unbounded, for a cell of
-one run). Each comparison is at 95 %, with no
+A cell's interval of its mean throughput and quartiles, and of a two-flow run's Jain
+index, utilisation and first flow's share, pools its runs' own intervals (batch means,
+batched quantiles, sectioning: runs table `mean_hw_bps`, `q25_hw_bps`, ..., `jain_hw`,
+`utilisation_hw_bps`, `share_first_hw`) where every run has one and the repetitions
+agree within them (pooled_half_width); otherwise, and for every other metric, it is
+Student's t over its repetitions (none, unbounded, for a cell of one run). Each comparison is at 95 %, with no
 correction for the several cells a check may read: a stated simplification.
 
 Check types (``check.type``):
@@ -121,6 +122,12 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
     for q in ("q25", "q50", "q75"):
         if f"{q}_hw_bps" in r:
             r[f"{q}_frac_within_hw"] = r[f"{q}_hw_bps"] / ceiling
+    # two-flow runs' own intervals (extract._two_flow_half_widths; NaN where a run has none)
+    if "utilisation_hw_bps" in r:
+        r["jain_within_hw"] = r["jain_hw"]
+        r["utilisation_gbps_within_hw"] = r["utilisation_hw_bps"] / 1e9
+        r["utilisation_frac_within_hw"] = r["utilisation_hw_bps"] / ceiling
+        r["share_first_within_hw"] = r["share_first_hw"]
     # convergence metrics average over converged runs only (NaN otherwise, skipped by mean)
     metric_cols = sorted({m for ms in METRICS.values() for m in ms})
     r["second"] = r["second"].fillna("")

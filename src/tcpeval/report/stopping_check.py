@@ -35,8 +35,11 @@ def replays_of(ds: T.Dataset, design: dict, campaign: str) -> list[dict]:
 
 
 def replay_summary(stops: list[dict]) -> dict:
-    """Coverage of the replayed stops: on independent runs, on segments of the long runs."""
-    return {kind: sc.coverage([r for r in stops if r["kind"] == kind]) for kind in ("run", "segment")}
+    """Coverage of the replayed stops: on independent runs, on segments of the long runs,
+    and of both together."""
+    out = {kind: sc.coverage([r for r in stops if r["kind"] == kind]) for kind in ("run", "segment")}
+    out["all"] = sc.coverage(stops)
+    return out
 
 
 def _draw_replays(ax, stops: list[dict], colours: dict) -> None:
@@ -114,11 +117,11 @@ def _replay_sentence(replay: dict, rule_max_s: float | None) -> str:
     if segments["judged"]:
         parts.append(f"on {segments['judged']} consecutive {num(rule_max_s or math.nan, 0)}-s segment(s) of the "
                      f"long runs it covered the rest of the same run in {segments['covered']}")
-    stops = [c for c in (runs, segments) if c["judged"]]
-    median = float(np.median([c["median_stop_s"] for c in stops]))
+    both = replay["all"]
     return (f"Replayed as the run applies it: {'; '.join(parts)}; it stopped after a median of "
-            f"{num(median, 1)}\\,s, and the median miss was {num(max(c['median_miss_in_hw'] for c in stops), 2)} "
-            f"half-widths (0.31 for an honest interval of ten batch means).")
+            f"{num(both['median_stop_s'], 1)}\\,s, and the median miss was {num(both['median_miss_in_hw'], 2)} "
+            f"half-widths ({num(sc.HONEST_MEDIAN_MISS, 2)} for an honest interval of "
+            f"{sc.WITHIN_RUN_BATCHES} batch means).")
 
 
 def _sentence(s: dict, ds: T.Dataset | None, campaign: str | None) -> str:
@@ -166,7 +169,11 @@ def write(ds: T.Dataset | None, campaign: str | None, fig_dir: Path, out_tex: Pa
                            "rule stopped, with its 95\\,\\% interval (batch means after the warm-up cut), "
                            "against an independent run of the same condition at least "
                            f"{num(sc.MIN_LENGTH_RATIO, 0)} times as long (black bar); an outlined marker "
-                           "misses. " + escape(ds.note()) + ".", "fig:stopping-check", width="0.6\\linewidth")
+                           "misses." + (" Right: the rule replayed on runs of its longest length and on "
+                                        "segments of the long runs, each stop's miss in half-widths of its "
+                                        "interval (inside the grey band it covers)." if replays else "")
+                           + " " + escape(ds.note()) + ".", "fig:stopping-check",
+                           width="\\linewidth" if replays else "0.6\\linewidth")
         lines.append("\\input{generated/figures/stopping-check.tex}")
     lines.append(_sentence(s, ds, campaign))
     rates = [r["rate_bps"] for r in results if r["rate_bps"] == r["rate_bps"]]
