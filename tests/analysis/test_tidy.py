@@ -203,3 +203,23 @@ def test_a_run_records_its_wall_time_and_the_attempts_it_took(design):
     del record["finished_at"], record["fidelity"]["earlier_attempts"]
     row, _, _ = extract.summarise(record)
     assert np.isnan(row["wall_s"]) and row["attempts"] == 1
+
+
+def test_a_stopped_runs_last_fragment_of_an_interval_is_no_interval_throughput(design):
+    # the run stopped 3 ms into an interval: that fragment's rate (tens of Gbit/s of bytes
+    # from the buffers) would swell the run's intervals; its bytes still count in the mean
+    from tcpeval.analysis import synthetic
+    cond = next(c for c in synthetic.campaign_conditions(design, "smoke", "emulated", duration_s=20.0)
+                if c.criterion == "responsiveness")
+    record = synthetic.make_record(cond)
+    plain, _, _ = extract.summarise(record)
+    s = record["flows"][0]["samples"]
+    for key in s:
+        s[key] = s[key] + [s[key][-1]]
+    s["t_s"][-1] = s["t_s"][-2] + 0.003
+    s["bytes"][-1] = 5e7                          # 133 Gbit/s over 3 ms
+    s["throughput_bps"][-1] = 5e7 * 8 / 0.003
+    row, _, _ = extract.summarise(record)
+    assert row["mean_hw_bps"] == pytest.approx(plain["mean_hw_bps"])
+    assert row["q75_bps"] == pytest.approx(plain["q75_bps"])
+    assert row["mean_bps"] > plain["mean_bps"]
