@@ -95,6 +95,24 @@ def t_critical(confidence: float, df: int) -> float:
     return (low + high) / 2
 
 
+# --- a proportion ------------------------------------------------------------------------
+
+Z95 = 1.959963984540054
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson's interval of a proportion k / n at the normal quantile z (the fidelity
+    verdict's drop rate, the stopping check's coverage); (0, 1) for n = 0."""
+    if n <= 0:
+        return (0.0, 1.0)
+    phat = k / n
+    denom = 1 + z * z / n
+    centre = (phat + z * z / (2 * n)) / denom
+    half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
+    # At k = 0 (k = n) the bound is exactly 0 (1); say so rather than leave rounding residue.
+    return (0.0 if k == 0 else max(0.0, centre - half), 1.0 if k == n else min(1.0, centre + half))
+
+
 # --- the rule ---------------------------------------------------------------------------
 
 def _is_number(value) -> bool:
@@ -349,11 +367,15 @@ def quantile_intervals(values, quantiles: Sequence[float], batches: int = 20,
     batch_quantiles = np.quantile(rows, levels, axis=1)    # levels x batches
     intervals = {}
     for q, estimate, per_batch in zip(levels, estimates, batch_quantiles):
-        hw = sectioning_half_width(estimate, per_batch, confidence)
-        relative = hw / abs(estimate) if estimate != 0 else math.inf
-        intervals[q] = Interval(float(estimate), hw, float(relative), batches, batch_size, len(series),
-                                confidence)
+        intervals[q] = _interval(estimate, _sectioning_spread(estimate, per_batch), batches, batch_size,
+                                 len(series), confidence)
     return intervals
+
+
+def _sectioning_spread(estimate: float, per_batch) -> float:
+    """How the batches' own values scatter about the estimate of all samples."""
+    values = np.asarray(per_batch, dtype=float)
+    return math.sqrt(float(((values - estimate) ** 2).sum()) / (len(values) - 1))
 
 
 def sectioning_half_width(estimate: float, per_batch, confidence: float = 0.95) -> float:
@@ -362,12 +384,10 @@ def sectioning_half_width(estimate: float, per_batch, confidence: float = 0.95) 
     samples is the estimate, each batch's own value scatters about it, and
     t(confidence, b - 1) x sqrt(sum (value - estimate)^2 / (b - 1)) / sqrt(b) is the
     half-width for b batches."""
-    values = np.asarray(per_batch, dtype=float)
-    b = len(values)
+    b = len(per_batch)
     if b < 2:
         raise ValueError(f"sectioning needs at least 2 batches, got {b}")
-    spread = math.sqrt(float(((values - estimate) ** 2).sum()) / (b - 1))
-    return float(t_critical(confidence, b - 1) * spread / math.sqrt(b))
+    return _interval(estimate, _sectioning_spread(estimate, per_batch), b, 0, b, confidence).half_width
 
 
 def quantile_interval(values, q: float, batches: int = 20,

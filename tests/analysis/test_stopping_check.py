@@ -173,10 +173,11 @@ def test_replays_judge_runs_against_the_long_mean_and_segments_against_their_res
 
 
 def test_wilson_interval_by_hand():
-    low, high = sc.wilson(19, 20)           # (19 + 1.92) / (20 + 3.84) +- ...
+    low, high = precision.wilson(19, 20)    # (19 + 1.92) / (20 + 3.84) +- ...
     assert (low, high) == (pytest.approx(0.7639, abs=1e-4), pytest.approx(0.9911, abs=1e-4))
-    assert all(math.isnan(x) for x in sc.wilson(0, 0))     # nothing judged
-    assert sc.wilson(5, 5)[1] == 1.0
+    nothing = sc.coverage([])                                  # nothing judged
+    assert math.isnan(nothing["share_low"]) and math.isnan(nothing["share_high"])
+    assert precision.wilson(5, 5)[1] == 1.0
 
 
 def reno_sawtooth(seed: int, seconds: float, rtt_s=0.2e-3, p=1e-4, cap=330, b=2.0):

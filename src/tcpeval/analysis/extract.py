@@ -181,7 +181,7 @@ def _wall_s(record: dict) -> float:
         return math.nan
 
 
-def _within_run_half_width(rates: np.ndarray) -> float:
+def within_run_half_width(rates: np.ndarray) -> float:
     """The 95 % half-width of a run's mean throughput from its own interval throughputs
     (batch means, WITHIN_RUN_BATCHES batches; tcpeval.precision): what the claims use for
     a cell of one run. NaN when the run has too few intervals."""
@@ -220,8 +220,8 @@ def _two_flow_half_widths(per_flow: list[dict], interval_s: float, means_common:
     kept = rates[:, rates.shape[1] - size * WITHIN_RUN_BATCHES:]    # the earliest remainder left out
     means = kept.reshape(len(per_flow), WITHIN_RUN_BATCHES, size).mean(axis=2)   # flows x batches
     sums = means.sum(axis=0)
+    jains = np.array([M.jain_index(batch) for batch in means.T])
     with np.errstate(divide="ignore", invalid="ignore"):
-        jains = sums ** 2 / (len(per_flow) * (means ** 2).sum(axis=0))
         shares = means[0] / sums
     if not (np.all(np.isfinite(jains)) and np.all(np.isfinite(shares))):
         return out
@@ -326,7 +326,7 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         "mean_bps": (M.mean_throughput(first["t"], first["b"], steady) if from_s > 0 and steady.any()
                      else flow_rows[0]["mean_bps"]),
         # the run's own 95 % intervals: batch means (batched quantiles) of its interval throughputs
-        "mean_hw_bps": _within_run_half_width(first_rates),
+        "mean_hw_bps": within_run_half_width(first_rates),
         "q25_bps": float(q[0]), "q50_bps": float(q[1]), "q75_bps": float(q[2]),
         "q25_hw_bps": q_hw[0], "q50_hw_bps": q_hw[1], "q75_hw_bps": q_hw[2],
         # a precision-driven run: where its metrics begin, whether it met its rule

@@ -31,14 +31,13 @@ drops (one each at the drop rates of these conditions).
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
 from tcpeval import precision, spec
 from tcpeval.analysis import metrics as M
-from tcpeval.analysis.extract import WITHIN_RUN_BATCHES
+from tcpeval.analysis.extract import WITHIN_RUN_BATCHES, within_run_half_width
 
 RULE = "stopping_rule"
 LONG = "stopping_long"
@@ -194,10 +193,9 @@ def replayed_stop(rule: precision.StopRule, t_s, nbytes, loss_events,
     end = decision.elapsed_s
     kept = (t > decision.warmup_cut_s + 1e-9) & (t <= end + 1e-9)
     mean = M.mean_throughput(t, b, kept) if kept.any() else math.nan
-    hw = precision.batch_means(rates[kept], batches=WITHIN_RUN_BATCHES, confidence=CONFIDENCE).half_width
     return {"stopped_s": end, "precision_reached": decision.precision_reached, "why": decision.why,
             "warmup_s": decision.warmup_cut_s, "loss_events": decision.loss_events,
-            "mean_bps": mean, "mean_hw_bps": float(hw) if math.isfinite(hw) else math.nan,
+            "mean_bps": mean, "mean_hw_bps": within_run_half_width(rates[kept]),
             "rule_relative_hw": decision.mean.relative_half_width}
 
 
@@ -228,14 +226,13 @@ def segments_of(flow: pd.DataFrame, length_s: float) -> list[tuple[pd.DataFrame,
     shorter, is dropped), each with the mean throughput of the rest of the run; segment
     times from its start."""
     t = flow["t_s"].to_numpy(dtype=float)
-    dt = M.interval_lengths(t)                  # of the whole run: the rest has a gap
     b = flow["bytes"].to_numpy(dtype=float)
     out = []
     for k in range(int((t[-1] + 1e-9) // length_s) if len(t) else 0):
         inside = (t > k * length_s + 1e-9) & (t <= (k + 1) * length_s + 1e-9)
         segment = flow[inside].assign(t_s=t[inside] - k * length_s)
-        rest_s = dt[~inside].sum()
-        out.append((segment, float(8.0 * b[~inside].sum() / rest_s) if rest_s > 0 else math.nan))
+        # intervals of the whole run, masked: the rest's gap is no time
+        out.append((segment, M.mean_throughput(t, b, ~inside)))
     return out
 
 
@@ -264,17 +261,6 @@ def replays(runs: pd.DataFrame, samples: pd.DataFrame, rule: precision.StopRule)
     return out
 
 
-def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Wilson's interval of a proportion k / n (NaN, NaN for n = 0)."""
-    if n == 0:
-        return math.nan, math.nan
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    share = k / n
-    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 # The median miss, in half-widths, of an honest interval of WITHIN_RUN_BATCHES batch means:
 # the median of |t| over t's 97.5 % quantile (9 degrees of freedom: 0.703 / 2.262 = 0.31)
 HONEST_MEDIAN_MISS = (precision.t_critical(0.5, WITHIN_RUN_BATCHES - 1)
@@ -286,7 +272,7 @@ def coverage(stops: list[dict]) -> dict:
     interval, and the median miss in half-widths (HONEST_MEDIAN_MISS for an honest one)."""
     judged = [s for s in stops if s["judged"]]
     k = sum(s["covers"] for s in judged)
-    low, high = wilson(k, len(judged))
+    low, high = precision.wilson(k, len(judged)) if judged else (math.nan, math.nan)
     misses = [s["miss_in_hw"] for s in judged]
     return {"stops": len(stops), "judged": len(judged), "covered": k,
             "share": k / len(judged) if judged else math.nan, "share_low": low, "share_high": high,

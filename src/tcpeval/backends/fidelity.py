@@ -96,8 +96,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tcpeval.precision import (
+    wilson,  # the drop rate's interval (record.py reads it here)
+)
+
 MIN_EXPECTED_DROPS = 10
-Z95 = 1.959963984540054
 Z_FLAG = 3.290526731491926  # two-sided 99.9 %
 RTT_TOL_ABS_MS = 0.05
 RTT_TOL_REL = 0.03
@@ -206,17 +209,6 @@ def transient_only(findings: list[dict]) -> bool:
     """Whether every finding (records as the trace keeps them) is transient host trouble:
     a run flagged for these alone is worth running again."""
     return bool(findings) and all(f["transient"] for f in findings)
-
-
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    if n <= 0:
-        return (0.0, 1.0)
-    phat = k / n
-    denom = 1 + z * z / n
-    centre = (phat + z * z / (2 * n)) / denom
-    half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
-    # At k = 0 (k = n) the bound is exactly 0 (1); say so rather than leave rounding residue.
-    return (0.0 if k == 0 else max(0.0, centre - half), 1.0 if k == n else min(1.0, centre + half))
 
 
 def drop_check(p: float, seen: int, dropped: int) -> tuple[Finding | None, str]:
