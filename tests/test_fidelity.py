@@ -165,6 +165,22 @@ def test_ports_are_judged_by_the_share_of_the_data_their_hooks_missed():
     assert "15000 sent above the window it allowed" in burst and burst.measured == pytest.approx(0.025)
 
 
+def test_time_a_port_spent_drained_by_a_threshold_of_zero_counts_with_the_skipped_data():
+    # dctcp_tev at 0.5 Gbps / 2 ms on the VM (2026-11-28): 0.5 % of the data with skipped
+    # hooks, and one CWR whose every ACK skipped them; PRR drained the window to 0 and the
+    # flow waited 230 ms for the probe timer -- 2.9 % of an 8-s run
+    dctcp = _guard(1101, missed=6, states=8, foreign_ss=3, acked=316_986, skipped=1_671)
+    assert fidelity.guard_check({"dctcp_tev": dctcp}, {"dctcp_tev": 8.0}) is None
+    dctcp.update(drained=1, drained_ms=230)
+    reason = fidelity.guard_check({"dctcp_tev": dctcp}, {"dctcp_tev": 8.0})
+    assert "2.9 % of its flows' time drained by a threshold of 0 (1 drains, 230 ms)" in reason
+    assert reason.measured == pytest.approx(1_671 / 316_986 + 0.23 / 8.0)
+    # over two flows of 60 s the same stall is 0.2 % of the flows' time: passes
+    assert fidelity.guard_check({"dctcp_tev": dctcp}, {"dctcp_tev": 120.0}) is None
+    # without the flows' time (calibration) the drained time is not judged
+    assert fidelity.guard_check({"dctcp_tev": dctcp}) is None
+
+
 def test_a_port_without_the_data_counters_is_judged_by_its_missed_reductions():
     assert fidelity.skipped_share(_guard(10)) is None
     assert fidelity.guard_check({"reno316": _guard(1900, missed=2, foreign_ss=2)}) is None

@@ -237,6 +237,8 @@ size_t cc_host_sock_size(void) { return sizeof(struct inet_connection_sock); }
 /* The tail of the private area belongs to the guard; a port's state must fit before it. */
 #define CC_GUARD_SIZE 24
 #define CC_GUARD_INIT_CWND 10 /* TCP_INIT_CWND: the window before the first hook */
+/* No port's threshold is lower (each port's min_ssthresh), nor any the stack sets itself */
+#define CC_GUARD_MIN_SSTHRESH 2
 #define CC_PORT_PRIV_SIZE (CC_CA_PRIV_SIZE - CC_GUARD_SIZE)
 
 CC_INLINE struct tcp_sock *cc_tp(struct sock *sk)
@@ -542,6 +544,12 @@ CC_INLINE u32 cc316_default_undo(struct tcp_sock *tp)
  * the low half of a kernel text address), which PRR turns into a window of ~1e9
  * segments; a skipped undo_cwnd() does the same to cwnd directly.
  *
+ * The slot is not always a text address: on 2026-11-28 it held 0 (ftrace's tcp_probe:
+ * ssthresh 0 at a DCTCP reduction), and PRR then drained the window to a segment or none
+ * (dctcp_tev fell from 95 segments to 1 about once a second at 0.5 Gbps and 2 ms, no
+ * retransmission, a third of the link idle); a threshold below any port's minimum is as
+ * foreign as one above 2^31 - 1.
+ *
  * The garbage is not always that large: a bic316 run at 0.2 ms and p = 1e-3 reached a
  * window of 108,266,549 segments (0x0673f735), a value a stack can hold. But between
  * two of a port's hooks the window rises in three ways only: the stack calls a hook on
@@ -554,7 +562,7 @@ CC_INLINE u32 cc316_default_undo(struct tcp_sock *tp)
  *
  * The guard notices, in the port's next hook, what the port did not see -- a window
  * reduction without its ssthresh() (tp->prior_cwnd moved), a threshold or window no
- * stack value can be (above 2^31 - 1), a threshold above every one the port computed
+ * stack value can be (above 2^31 - 1; a threshold below 2), a threshold above every one the port computed
  * and every window it let pass, a window no hook of the port allowed (above the bound
  * just described), a state change without its set_state() --,
  * repairs it as the port would have, and counts it (cc316_guard_stats, read by the
@@ -569,7 +577,7 @@ struct cc316_guard {
 	u32 segs_out;   /* tp->segs_out at the port's last hook */
 	u8 state;       /* the congestion state the port last saw */
 	u8 armed;       /* set by init */
-	u8 _pad[2];
+	u16 seen_ms;    /* the socket's clock at the port's last hook, ms (mod 2^16: a gap's length) */
 };
 CC_STATIC_ASSERT(sizeof(struct cc316_guard) == CC_GUARD_SIZE, "guard size");
 
@@ -583,6 +591,9 @@ struct cc316_guard_stats {
 	cc_u64 acked_delivered;   /* segments the stack delivered between the port's pkts_acked() calls */
 	cc_u64 sent_over;         /* segments the stack sent above the largest window the port allowed */
 	cc_u64 max_allowed_cwnd;  /* the largest window a hook of the port let stand (a maximum, not a count) */
+	cc_u64 drained;           /* windows a threshold below 2 drained below 2 segments, repaired */
+	cc_u64 drained_ms;        /* at those repairs, the time since the port's last hook: the stack ran the
+				   * connection without it, draining and then waiting for a timer */
 };
 #if defined(CC_TARGET_KMOD)
 static struct cc316_guard_stats cc316_guard_stats;
@@ -594,6 +605,12 @@ struct cc316_guard_stats cc316_guard_stats = {};
 CC_INLINE struct cc316_guard *cc_guard(struct sock *sk)
 {
 	return (struct cc316_guard *)((char *)cc_ca(sk) + CC_PORT_PRIV_SIZE);
+}
+
+/* The socket's clock in ms, low 16 bits: a difference of two is a gap of up to 65 s. */
+CC_INLINE u16 cc316_guard_clock_ms(struct sock *sk)
+{
+	return (u16)cc_div64(cc_tp(sk)->tcp_mstamp, 1000ULL);
 }
 
 /* From a port's init(): what the port has seen so far is what the socket holds. */
@@ -609,6 +626,7 @@ CC_INLINE void cc316_guard_init(struct sock *sk)
 	g->ceiling = cc_max(g->top_cwnd, cc_tp(sk)->snd_ssthresh < CC_INFINITE_SSTHRESH
 						 ? cc_tp(sk)->snd_ssthresh : 0);
 	g->state = cc_ca_state(sk);
+	g->seen_ms = cc316_guard_clock_ms(sk);
 	g->armed = 1;
 }
 
@@ -627,7 +645,8 @@ CC_INLINE u32 cc316_guard_grown(struct cc316_guard *g)
 CC_INLINE int cc316_guard_threshold_sound(struct cc316_guard *g, struct tcp_sock *tp)
 {
 	return tp->snd_ssthresh == CC_INFINITE_SSTHRESH ||
-	       tp->snd_ssthresh <= cc_max(g->ceiling, cc316_guard_grown(g));
+	       (tp->snd_ssthresh >= CC_GUARD_MIN_SSTHRESH &&
+		tp->snd_ssthresh <= cc_max(g->ceiling, cc316_guard_grown(g)));
 }
 
 /* The largest window the stack can hold at a port's hook without a skipped hook: one
@@ -729,16 +748,29 @@ CC_INLINE void cc316_guard_repair(struct sock *sk, u32 ssthresh, u32 prior)
 	struct tcp_sock *tp = cc_tp(sk);
 	u32 state = cc_ca_state(sk);
 
+	/* (an ECN reduction's prior_ssthresh is 0: nothing to undo to) */
 	if (tp->snd_ssthresh == ssthresh ||
-	    (tp->snd_ssthresh == tp->prior_ssthresh && tp->snd_ssthresh <= CC_INFINITE_SSTHRESH))
+	    (tp->snd_ssthresh == tp->prior_ssthresh && tp->snd_ssthresh >= CC_GUARD_MIN_SSTHRESH &&
+	     tp->snd_ssthresh <= CC_INFINITE_SSTHRESH))
 		return;
 	if (tp->snd_ssthresh > CC_INFINITE_SSTHRESH)
 		CC_COUNT(foreign_ssthresh);
 	tp->snd_ssthresh = ssthresh;
 	cc_guard(sk)->ceiling = cc_max(cc_guard(sk)->ceiling, ssthresh);
-	if (state == TCP_CA_CWR || state == TCP_CA_Recovery)
+	if (state == TCP_CA_Loss)
+		return;
+	/* a window below any threshold: PRR drained it towards a threshold of 0 or 1, or the
+	 * reduction ended at one; the stack would have ended at the threshold. With nothing in
+	 * flight no ACK calls a hook: the flow waited for a timer (RTO-based, >= 200 ms) */
+	if (tp->snd_cwnd < CC_GUARD_MIN_SSTHRESH) {
+		CC_COUNT(drained);
+		__sync_fetch_and_add(&cc316_guard_stats.drained_ms,
+				     (u16)(cc316_guard_clock_ms(sk) - cc_guard(sk)->seen_ms));
+		CC_SET_CWND(tp, ssthresh);
+	}
+	else if (state == TCP_CA_CWR || state == TCP_CA_Recovery)
 		CC_SET_CWND(tp, cc_min(tp->snd_cwnd, cc_max(prior, 2)));
-	else if (state != TCP_CA_Loss)
+	else
 		CC_SET_CWND(tp, cc_min(tp->snd_cwnd, ssthresh));
 }
 
@@ -749,6 +781,7 @@ CC_INLINE void cc316_guard_repair(struct sock *sk, u32 ssthresh, u32 prior)
 		u32 cc_missed_cwnd_ = cc316_guard_check(sk);                      \
 		if (cc_missed_cwnd_)                                              \
 			cc316_guard_repair(sk, ssthresh_for(sk, cc_missed_cwnd_), cc_missed_cwnd_); \
+		cc_guard(sk)->seen_ms = cc316_guard_clock_ms(sk);                 \
 	} while (0)
 
 /* CC_GUARD_ACKED(sk, ssthresh_for, sample): CC_GUARD in pkts_acked(), which also counts
@@ -783,6 +816,7 @@ CC_INLINE u32 cc316_guard_reduction(struct sock *sk, u32 ssthresh)
 
 	CC_COUNT(reductions);
 	cc316_guard_seen_state(sk, g);
+	g->seen_ms = cc316_guard_clock_ms(sk);
 	g->prior_cwnd = cc_tp(sk)->prior_cwnd;
 	g->ceiling = cc_max(g->ceiling, ssthresh);
 	return ssthresh;

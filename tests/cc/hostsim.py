@@ -49,7 +49,7 @@ class GuardStats(C.Structure):  # cc316_guard_stats in cc/include/cc316.h: its u
 
 class Guard(C.Structure):  # struct cc316_guard in cc/include/cc316.h: the private area's tail
     _fields_ = [("prior_cwnd", C.c_uint32), ("top_cwnd", C.c_uint32), ("ceiling", C.c_uint32),
-                ("delivered", C.c_uint32), ("segs_out", C.c_uint32), ("state", C.c_uint8), ("armed", C.c_uint8), ("_pad", C.c_uint8 * 2)]
+                ("delivered", C.c_uint32), ("segs_out", C.c_uint32), ("state", C.c_uint8), ("armed", C.c_uint8), ("seen_ms", C.c_uint16)]
 
 
 class AckSample(C.Structure):
@@ -110,6 +110,7 @@ class Sim:
         s.ecn_flags = ECN_OK if ecn else 0
         self.cwr = None  # a CWR this Sim entered on ECE: [high_seq, prr_delivered, prr_out]
         self.cwr_entries = 0
+        self.skipped_slot = None  # see skip_next_reduction_hooks
         saved = {}
         try:
             for name, value in (load_params or {}).items():
@@ -266,6 +267,12 @@ class Sim:
         s.snd_cwnd = 1
         return prior, s.snd_ssthresh
 
+    def skip_next_reduction_hooks(self, slot: int) -> None:
+        """The host skips the port's hooks at the next reduction's start (ssthresh() and
+        set_state(), as this project's VM does now and then): the stack takes `slot`, what
+        the skipped program's return slot held, as the threshold."""
+        self.skipped_slot = slot
+
     def _reduce(self, state: int, prior_ssthresh: int | None = None, after_ssthresh=None) -> int:
         """The start of a reduction as the stack does it: prior_ssthresh (tcp_enter_cwr: 0),
         prior_cwnd, the ssthresh hook, counter reset, set_state and the new state; returns
@@ -275,11 +282,12 @@ class Sim:
         s.prior_ssthresh = max(s.snd_ssthresh, (prior >> 1) + (prior >> 2)) \
             if prior_ssthresh is None else prior_ssthresh
         s.prior_cwnd = prior
-        s.snd_ssthresh = self.ops.ssthresh(self.p)
+        skipped, self.skipped_slot = self.skipped_slot, None
+        s.snd_ssthresh = self.ops.ssthresh(self.p) if skipped is None else skipped
         if after_ssthresh:
             after_ssthresh()
         s.snd_cwnd_cnt = 0
-        if self.ops.set_state:
+        if self.ops.set_state and skipped is None:
             self.ops.set_state(self.p, state)
         s.icsk_ca_state = state
         return prior

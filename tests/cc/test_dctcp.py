@@ -185,7 +185,34 @@ def test_the_guard_changes_nothing_on_a_sound_host(host_build):
     got = {k: after[k] - before[k] for k in after if k != "max_allowed_cwnd"}
     assert got.pop("acked_seen") == got.pop("acked_delivered") > 0
     assert got == {"reductions": path.sim.cwr_entries, "missed_reductions": 0, "missed_states": 0,
-                   "foreign_ssthresh": 0, "foreign_cwnd": 0, "sent_over": 0}
+                   "foreign_ssthresh": 0, "foreign_cwnd": 0, "sent_over": 0,
+                   "drained": 0, "drained_ms": 0}
+
+
+@pytest.mark.parametrize("slot", [0, 1])
+def test_a_skipped_reduction_whose_threshold_is_zero_does_not_drain_the_window(host_build, slot):
+    # On the VM (2026-11-28) a skipped ssthresh() left the stack a threshold of 0 at a CWR
+    # that began at the window the one before had begun at (DCTCP holds its window), so
+    # prior_cwnd did not move; PRR drained the window to a segment and the flow crawled
+    # back in congestion avoidance, once a second. The guard's next hook (this CWR's
+    # first ACK) puts in the port's threshold; the window then follows a sound host's.
+    faulty, sound = (MarkingPath(host_build, "dctcp", 0.1) for _ in range(2))
+    for _ in range(300):
+        assert faulty.round() == sound.round()
+    before = faulty.sim.guard_stats()
+    faulty.sim.skip_next_reduction_hooks(slot)
+    entries = faulty.sim.cwr_entries
+    windows = {id(p): [] for p in (faulty, sound)}
+    while faulty.sim.cwr_entries == entries:        # up to the skipped reduction
+        for p in (faulty, sound):
+            windows[id(p)].append(p.round())
+    for _ in range(30):
+        for p in (faulty, sound):
+            windows[id(p)].append(p.round())
+    got = {k: v - before[k] for k, v in faulty.sim.guard_stats().items()}
+    assert got["missed_reductions"] + got["foreign_ssthresh"] >= 1 and got["missed_states"] >= 1, got
+    assert min(windows[id(faulty)]) >= 0.9 * min(windows[id(sound)]), (windows[id(faulty)], windows[id(sound)])
+    assert faulty.sim.ssthresh >= 2
 
 
 # ---------------------------------------------------------------- (3) no marks, loss

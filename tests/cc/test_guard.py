@@ -199,31 +199,67 @@ def test_a_skipped_reduction_from_a_skipped_hooks_window_is_repaired_from_the_po
 PLAUSIBLE_THRESHOLD = 0x7FFFFF00  # below 2^31 - 1: a stack can hold it
 
 
-@pytest.mark.parametrize("variant", cc.VARIANTS)
-def test_a_skipped_reduction_at_the_same_window_cannot_pass_its_threshold_off_as_the_ports(host_build, variant):
-    # Two reductions at the same window leave tp->prior_cwnd where it was, so the second,
-    # whose ssthresh() the host skipped, is not seen as a reduction; its threshold is a
-    # value a stack can hold. When the reduction ends the stack sets the window to it:
-    # one above the threshold passed the bound before (highspeed316 at 0.2 ms / 1e-4,
-    # 9.5 Gbps virtual, reached a window of 2.9 TB), though no threshold the port computed
-    # or the stack derived from its windows is that large.
-    sim = Sim(host_build, variant, cwnd=300, ssthresh=100)
+def _reduction_at_the_same_window(sim: Sim, slot: int | None) -> int:
+    """A reduction that begins at the window the one before began at, so tp->prior_cwnd
+    does not move; with `slot`, its ssthresh() skipped (the stack takes the slot). The
+    stack then ends it (window = threshold) and an ACK follows; returns the window."""
     _warm(sim)
     s = sim.sk
     window = s.prior_cwnd = s.snd_cwnd              # an earlier reduction began at this window
     sim.ack(1)                                      # the guard takes note of it
-    before = sim.guard_stats()
     s.prior_cwnd = s.snd_cwnd = window              # tcp_init_cwnd_reduction at the same window
-    s.snd_ssthresh = PLAUSIBLE_THRESHOLD            # the skipped ssthresh()'s slot
+    s.snd_ssthresh = sim.ops.ssthresh(sim.p) if slot is None else slot
     sim.ops.set_state(sim.p, RECOVERY)              # tcp_set_ca_state, then the state
     s.icsk_ca_state = RECOVERY
     s.snd_cwnd = s.snd_ssthresh                     # tcp_end_cwnd_reduction: window = threshold
     sim.ops.set_state(sim.p, OPEN)
     s.icsk_ca_state = OPEN
     sim.ack(1)
+    return window
+
+
+@pytest.mark.parametrize("slot", [PLAUSIBLE_THRESHOLD, 0, 1])
+@pytest.mark.parametrize("variant", cc.VARIANTS)
+def test_a_skipped_reduction_at_the_same_window_cannot_pass_its_threshold_off_as_the_ports(host_build, variant, slot):
+    # Two reductions at the same window leave tp->prior_cwnd where it was, so the second,
+    # whose ssthresh() the host skipped, is not seen as a reduction; only its threshold
+    # shows it. A large one the stack can hold: when the reduction ends the stack sets the
+    # window to it, which passed the bound before (highspeed316 at 0.2 ms / 1e-4, 9.5 Gbps
+    # virtual, reached a window of 2.9 TB). A threshold of 0 (the slot on 2026-11-28):
+    # PRR drains the window to nothing and DCTCP crawled back from one segment, once a
+    # second. No threshold a port computes is above all its windows or below 2.
+    sim = Sim(host_build, variant, cwnd=300, ssthresh=100)
+    sound = Sim(host_build, variant, cwnd=300, ssthresh=100)
+    before = sim.guard_stats()
+    window = _reduction_at_the_same_window(sim, slot)
     got = _delta(sim.guard_stats(), before)
     assert got["foreign_ssthresh"] == 1, got
-    assert sim.ssthresh < PLAUSIBLE_THRESHOLD and sim.cwnd <= window, (sim.ssthresh, sim.cwnd)
+    _reduction_at_the_same_window(sound, None)
+    assert (sim.ssthresh, sim.cwnd) == (sound.ssthresh, sound.cwnd) and sim.cwnd <= window
+
+
+@pytest.mark.parametrize("variant", cc.VARIANTS)
+def test_a_window_drained_while_no_hook_ran_gets_the_threshold_and_its_stall_is_timed(host_build, variant):
+    # All of a CWR's ACKs came in while the host skipped the port's hooks: PRR drained the
+    # window towards the skipped ssthresh()'s 0 and the CWR ended there. With nothing in
+    # flight no ACK calls a hook until the probe timer sends (here 230 ms later).
+    sim, sound = (Sim(host_build, variant, cwnd=300, ssthresh=100) for _ in range(2))
+    for x in (sim, sound):
+        _warm(x)
+        window = x.sk.prior_cwnd = x.sk.snd_cwnd    # an earlier reduction began at this window
+        x.ack(1)
+    before = sim.guard_stats()
+    s = sim.sk
+    s.prior_cwnd = window                           # the same window: prior_cwnd does not move
+    s.snd_ssthresh = 0                              # the skipped ssthresh()'s slot, no set_state()
+    s.snd_cwnd = 0                                  # drained, and the CWR over: window = threshold
+    sim.ack(1, dt_us=230_000)                       # the probe's ACK: the port's first hook since
+    got = _delta(sim.guard_stats(), before)
+    assert got["foreign_ssthresh"] == 1 and got["drained"] == 1, got
+    assert 229 <= got["drained_ms"] <= 231, got
+    sound.sk.prior_cwnd = sound.sk.snd_cwnd = window
+    want = sound.ops.ssthresh(sound.p)              # the threshold the skipped hook would have set
+    assert sim.ssthresh == want and want <= sim.cwnd <= want + 2, (sim.ssthresh, sim.cwnd, want)
 
 
 @pytest.mark.parametrize("variant", cc.VARIANTS)
@@ -277,7 +313,8 @@ def test_guard_changes_nothing_on_a_sound_host(host_build, variant):
     assert acked > 0 and got.pop("acked_delivered") == acked
     got.pop("max_allowed_cwnd")  # a maximum, not a count
     assert got == {"reductions": losses, "missed_reductions": 0, "missed_states": 0,
-                   "foreign_ssthresh": 0, "foreign_cwnd": 0, "sent_over": 0}
+                   "foreign_ssthresh": 0, "foreign_cwnd": 0, "sent_over": 0,
+                   "drained": 0, "drained_ms": 0}
 
 
 def test_acks_whose_hooks_did_not_run_show_as_delivered_but_not_seen(host_build):

@@ -115,7 +115,8 @@ def test_the_guard_changes_nothing_on_the_queueing_path(host_build):
     got = {k: after[k] - before[k] for k in after if k != "max_allowed_cwnd"}
     assert got.pop("acked_seen") == got.pop("acked_delivered") > 0
     assert got == {"reductions": 0, "missed_reductions": 0, "missed_states": 0,
-                   "foreign_ssthresh": 0, "foreign_cwnd": 0, "sent_over": 0}
+                   "foreign_ssthresh": 0, "foreign_cwnd": 0, "sent_over": 0,
+                   "drained": 0, "drained_ms": 0}
 
 
 # ---------------------------------------------------------------- (2) no queueing

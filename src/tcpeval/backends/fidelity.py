@@ -150,7 +150,8 @@ def tolerances(dilation: int = 1) -> dict:
                       "lower_bound_leaves_out_acks_per_retransmission": HOLE_FILL_ACKS},
         "receiver_rate": {"max_interval_over_bottleneck": INTERVAL_RATE_MAX},
         "cc_guard": {"min_events": GUARD_MIN_EVENTS, "share_of_reductions_max": GUARD_SHARE_MAX,
-                     "share_of_acked_data_max": GUARD_SHARE_MAX},
+                     "share_of_acked_data_max": GUARD_SHARE_MAX,
+                     "plus": "the share of the port's flow time spent drained (drained_ms)"},
     }
 
 
@@ -396,15 +397,25 @@ def skipped_share(g: dict) -> float | None:
     return max(0.0, (delivered - g["acked_seen"]) / delivered) + g.get("sent_over", 0) / delivered
 
 
-def guard_check(guard: dict | None) -> Finding | None:
-    """guard: {algorithm: counter deltas} (tcpeval.cc guard_stats), None where no port ran.
-    Measured: the largest share of skipped hooks among the ports flagged -- of the
-    acknowledged data, or of the reductions for a port that does not count the data."""
+def stalled_share(g: dict, flow_s: float | None) -> float:
+    """The share of its flows' time a port's connections spent drained by a skipped hook's
+    threshold of 0 (the guard's drained_ms: from the port's last hook before the drain to
+    the first after it, when a timer sent again), of `flow_s` (physical flow-seconds)."""
+    return g.get("drained_ms", 0) / 1e3 / flow_s if flow_s else 0.0
+
+
+def guard_check(guard: dict | None, flow_s: dict | None = None) -> Finding | None:
+    """guard: {algorithm: counter deltas} (tcpeval.cc guard_stats), None where no port ran;
+    flow_s: {algorithm: physical seconds its flows ran}. Measured: the largest share of
+    skipped hooks among the ports flagged -- of the acknowledged data plus of the flows'
+    time spent drained, or of the reductions for a port that does not count the data."""
     parts, worst = [], 0.0
     for name, g in sorted((guard or {}).items()):
         if not g:
             continue
+        stalled = stalled_share(g, (flow_s or {}).get(name))
         acked_share = skipped_share(g)
+        acked_share = None if acked_share is None else acked_share + stalled
         missed = g["missed_reductions"]
         reductions = g["reductions"] + missed
         if acked_share is not None:
@@ -418,7 +429,9 @@ def guard_check(guard: dict | None) -> Finding | None:
             acked = "" if acked_share is None else (
                 f"{100 * acked_share:.1f} % of the acknowledged data ({g['acked_delivered'] - g['acked_seen']} "
                 f"of {g['acked_delivered']} segments with no pkts_acked() of the port, "
-                f"{g.get('sent_over', 0)} sent above the window it allowed), ")
+                f"{g.get('sent_over', 0)} sent above the window it allowed"
+                + (f", {100 * stalled:.1f} % of its flows' time drained by a threshold of 0 "
+                   f"({g['drained']} drains, {g['drained_ms']} ms)" if stalled else "") + "), ")
             parts.append(f"{name}: {acked}{missed} reductions without its ssthresh() of {reductions} "
                          f"(echoes, repaired: {g['missed_states']} state changes without its set_state(), "
                          f"{g['foreign_ssthresh']} thresholds and {g['foreign_cwnd']} windows no hook allowed)")
@@ -490,6 +503,7 @@ class FlowMeasurements:
     interval_bps: tuple | list = ()     # each flow's interval throughputs
     receiver_holds_bytes: float | None = None
     cc_guard: dict | None = None
+    port_flow_s: dict | None = None     # per port: the physical seconds its flows ran
     sender_defaults: dict | None = None
 
 
@@ -520,7 +534,7 @@ def verdict(setting: Setting, path: PathMeasurements, host: HostMeasurements = H
                                    flows.segments_per_ack_after_hole_fills, marked_share(host.link_stats)),
                    receiver_rate_check(list(flows.interval_bps), rate, held_bytes=held_bytes,
                                        interval_s=s.interval_s),
-                   guard_check(flows.cc_guard), pacing_check(flows.sender_defaults or {})):
+                   guard_check(flows.cc_guard, flows.port_flow_s), pacing_check(flows.sender_defaults or {})):
         if reason:
             reasons.append(reason)
     return {"verdict": "flagged" if reasons else "ok", "reasons": [str(r) for r in reasons],

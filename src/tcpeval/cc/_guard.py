@@ -15,7 +15,8 @@ import subprocess
 from ._common import CCError
 
 FIELDS = ("reductions", "missed_reductions", "missed_states", "foreign_ssthresh",
-          "foreign_cwnd", "acked_seen", "acked_delivered", "sent_over", "max_allowed_cwnd")
+          "foreign_cwnd", "acked_seen", "acked_delivered", "sent_over", "max_allowed_cwnd",
+          "drained", "drained_ms")
 # fields that hold a maximum over the registration, not a count: a run keeps their value
 # after its traffic (a port is registered for one run), not a difference
 GUARD_MAXIMA = frozenset({"max_allowed_cwnd"})

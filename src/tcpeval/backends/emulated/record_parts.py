@@ -133,6 +133,16 @@ def judged_window_bytes(run: Run) -> float | None:
     return max(windows, default=None)
 
 
+def port_flow_seconds(run: Run) -> dict:
+    """Per port: the physical seconds its flows ran (the guard's drained time is judged
+    against them)."""
+    out: dict = {}
+    for fp, handle in zip(run.flows, run.handles):
+        if handle is not None and handle.impl == "port" and fp.started_at and fp.ended_at:
+            out[handle.kernel_name] = out.get(handle.kernel_name, 0.0) + fp.ended_at - fp.started_at
+    return out
+
+
 def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, loaded: dict) -> dict:
     plan, parsed = run.plan, run.parsed
     # a sender whose default is its own flow's algorithm (native bbr) paces as that
@@ -164,7 +174,7 @@ def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, lo
             receiver_acks=run.traffic.acks["receiver_acks_steady"],
             interval_bps=[r["samples"]["throughput_bps"] for r in parsed],
             receiver_holds_bytes=run.dumbbell.rwin["buffer_bytes"], cc_guard=run.traffic.cc_guard,
-            sender_defaults=foreign_defaults),
+            port_flow_s=port_flow_seconds(run), sender_defaults=foreign_defaults),
         extra=extra)
 
 
