@@ -173,6 +173,7 @@ def test_time_a_port_spent_drained_by_a_threshold_of_zero_counts_with_the_skippe
     assert fidelity.guard_check({"dctcp_tev": dctcp}, {"dctcp_tev": 8.0}) is None
     dctcp.update(drained=1, drained_ms=230)
     reason = fidelity.guard_check({"dctcp_tev": dctcp}, {"dctcp_tev": 8.0})
+    assert "dctcp_tev: 0.5 % of the acknowledged data (1671 of 316986" in reason  # the data's share alone
     assert "2.9 % of its flows' time drained by a threshold of 0 (1 drains, 230 ms)" in reason
     assert reason.measured == pytest.approx(1_671 / 316_986 + 0.23 / 8.0)
     # over two flows of 60 s the same stall is 0.2 % of the flows' time: passes

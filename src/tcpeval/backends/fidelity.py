@@ -415,12 +415,11 @@ def guard_check(guard: dict | None, flow_s: dict | None = None) -> Finding | Non
             continue
         stalled = stalled_share(g, (flow_s or {}).get(name))
         acked_share = skipped_share(g)
-        acked_share = None if acked_share is None else acked_share + stalled
         missed = g["missed_reductions"]
         reductions = g["reductions"] + missed
         if acked_share is not None:
-            share = acked_share
-            flagged = acked_share > GUARD_SHARE_MAX
+            share = acked_share + stalled
+            flagged = share > GUARD_SHARE_MAX
         else:
             share = missed / reductions if reductions else 0.0
             flagged = missed > max(GUARD_MIN_EVENTS, GUARD_SHARE_MAX * g["reductions"])
