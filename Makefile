@@ -54,8 +54,19 @@ paper: bootstrap
 # The findings campaign (the cells paper/claims.yaml reads, on the paper's link; its
 # cost: `tcpeval plan --campaign findings --nodes 1 16`), then the manuscript of CAMPAIGN,
 # whose reproduction table then has its column.
+# It is sequential (initial_repetitions): every cell's first repetition, then a round of one
+# more repetition for the cells of the findings still undecided (`tcpeval next-runs`),
+# until none is open or the campaign's repetitions are spent (each round ends the loop
+# when it asks for nothing, or for the same runs again: they failed).
+FINDINGS_CONFIG = --config campaign=$(FINDINGS) backend=$(BACKEND) $(CONFIG_ARGS)
 findings: bootstrap
-	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) --config campaign=$(FINDINGS) backend=$(BACKEND) $(CONFIG_ARGS)
+	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG)
+	set -e; asked=; while next=$$($(VENV)/tcpeval next-runs --results results/$(BACKEND)/$(FINDINGS)) \
+	    && [ -n "$$next" ] && [ "$$next" != "$$asked" ]; do \
+	  $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$next $(FINDINGS_CONFIG) || true; \
+	  $(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG); \
+	  asked=$$next; \
+	done
 	$(SNAKEMAKE) $(SNAKEMAKE_ARGS) $(CONFIG)
 
 # The validation campaign (Reno vs the Mathis model and the kernel's Reno, about 4 h of

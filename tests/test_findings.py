@@ -81,3 +81,27 @@ def test_the_findings_runs_stop_when_precise_within_their_loss_event_length(desi
     assert {r.stop.min_loss_events for r in runs if r.drop > 0} == {100}
     assert {r.stop.min_loss_events for r in runs if r.drop == 0} == {0}   # nothing to count there
     assert all(r.stop is None for r in spec.expand(design, "findings") if r.criterion != "responsiveness")
+
+
+def test_the_findings_campaign_runs_one_repetition_first_and_the_second_on_demand(design):
+    runs = spec.expand(design, "findings")
+    assert spec.initial_repetitions(design, "findings") == 1
+    assert {r.rep for r in runs} == {1, 2}
+    assert [r.rep for r in runs if not spec.on_demand(design, "findings", r)] == [1] * (len(runs) // 2)
+    assert spec.initial_repetitions(design, "smoke") is None
+    assert not any(spec.on_demand(design, "smoke", r) for r in spec.expand(design, "smoke"))
+
+
+def test_initial_repetitions_outside_a_findings_campaign_is_refused(design):
+    design["campaigns"]["smoke"]["initial_repetitions"] = 1
+    with pytest.raises(spec.SpecError, match="campaigns/smoke/initial_repetitions: only a campaign of the findings"):
+        spec.validate_design(design)
+
+
+def test_a_runs_cell_is_what_the_findings_select():
+    runs = spec.expand(spec.load_design(REPO_ROOT / "config" / "design.yaml"), "findings")
+    pair = next(r for r in runs if r.criterion == "compatibility")
+    assert spec.cell_of(pair) == {"criterion": "compatibility", "variant": pair.flows[0].variant,
+                                  "second": pair.flows[1].variant, "rtt_ms": pair.rtt_ms, "drop": pair.drop}
+    claims = findings.load_claims(REPO_ROOT / "paper" / "claims.yaml")
+    assert all(findings.needed(spec.cell_of(r), claims) for r in runs)

@@ -237,6 +237,9 @@ def _cross_field_problems(design: dict) -> list[str]:
     for cname, campaign in design["campaigns"].items():
         if "cells_from_claims" in campaign:
             problems += _claims_problems(cname, campaign["cells_from_claims"], criteria)
+        elif "initial_repetitions" in campaign:
+            problems.append(f"campaigns/{cname}/initial_repetitions: only a campaign of the findings' cells "
+                            "(cells_from_claims) adds repetitions where its findings are undecided")
         for crit in campaign.get("only", []):
             if crit not in criteria:
                 problems.append(f"campaigns/{cname}/only: unknown criterion {crit!r}; allowed values: {', '.join(criteria)}")
@@ -363,6 +366,21 @@ def criteria_of(design: dict, campaign: str) -> list[str]:
         return [name for name in design["criteria"] if name in named or None in named]
     return [name for name, crit in design["criteria"].items()
             if "campaigns" not in crit or campaign in crit["campaigns"]]
+
+
+def initial_repetitions(design: dict, campaign: str) -> int | None:
+    """A sequential campaign's first repetitions of every cell (its `initial_repetitions`;
+    None: every repetition of every cell is planned). The rest run where `tcpeval
+    next-runs` asks for them."""
+    value = _campaign(design, campaign).get("initial_repetitions")
+    return int(value) if value is not None else None
+
+
+def on_demand(design: dict, campaign: str, cond: Condition) -> bool:
+    """Whether a run of the campaign runs only if an undecided finding asks for it: a
+    repetition beyond a sequential campaign's initial ones."""
+    first = initial_repetitions(design, campaign)
+    return first is not None and cond.rep > first
 
 
 def claims_of(design: dict, campaign: str) -> list[dict]:
@@ -589,6 +607,13 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                 seen[path] = identity
                 runs.append(cond)
     return runs
+
+
+def cell_of(cond: Condition) -> dict:
+    """The cell a run belongs to, as the findings select it (tcpeval.findings)."""
+    return {"criterion": cond.criterion, "variant": cond.flows[0].variant,
+            "second": cond.flows[1].variant if len(cond.flows) > 1 else "",
+            "rtt_ms": float(cond.rtt_ms), "drop": float(cond.drop)}
 
 
 def _cell(criterion: str, flows: list[Flow], point: dict) -> dict:

@@ -92,13 +92,16 @@ def cmd_status(args) -> int:
         raise UserError(str(err)) from None
     from tcpeval.backends import planning
     ceil = planning.ceiling(args.backend)
-    rows, walls, planned_left, planned_done = {}, [], 0.0, 0.0
+    rows, walls, planned_left, planned_done, on_demand = {}, [], 0.0, 0.0, 0
     for cond in runs:
+        trace_file = Path(paths.trace_path(cond, args.raw_dir))
+        if spec.on_demand(design, args.campaign, cond) and not trace_file.exists():
+            on_demand += 1   # runs only if an undecided finding asks for it (tcpeval next-runs)
+            continue
         # physical traffic time: a time-dilated run takes its factor times longer
         physical_s = cond.duration_s * (planning.plan_run(cond, ceil).factor or 1)
         row = rows.setdefault(cond.criterion, {"done": 0, "total": 0, "flagged": 0})
         row["total"] += 1
-        trace_file = Path(paths.trace_path(cond, args.raw_dir))
         if trace_file.exists():
             seconds, verdict = _run_seconds(trace_file)
             row["done"] += 1
@@ -111,8 +114,11 @@ def cmd_status(args) -> int:
     print(f"campaign {args.campaign} on backend {args.backend}")
     for name, row in rows.items():
         print(f"  {name:16s} {row['done']:5d} / {row['total']:5d} done   {row['flagged']} flagged")
-    done = sum(r["done"] for r in rows.values())
-    print(f"  {'total':16s} {done:5d} / {len(runs):5d} done ({100 * done / len(runs):.0f} %)")
+    done, total = sum(r["done"] for r in rows.values()), sum(r["total"] for r in rows.values())
+    print(f"  {'total':16s} {done:5d} / {total:5d} done ({100 * done / max(total, 1):.0f} %)")
+    if on_demand:
+        print(f"  and up to {on_demand} run(s) on demand: repetitions beyond the first, for the cells of "
+              "findings still undecided (`tcpeval next-runs`)")
     if planned_left:
         # Wall time scales with run duration plus a fixed overhead; estimate both from the runs so far.
         ratio = sum(walls) / planned_done if planned_done else None

@@ -375,3 +375,47 @@ def test_the_manuscript_leads_with_the_verdict_at_the_papers_scale_where_one_has
     # built from the campaign at the paper's scale itself: no lead sentence, no names in rows
     own = C.lead({"findings": columns["findings"]}, "findings", ["findings"])
     assert "Led by" not in C.table(own, built="findings") and "$^*$:" not in C.table(own, built="findings")
+
+
+def _responsiveness_runs(variants, reps=2, drops=(1e-4, 1e-3)):
+    """The Conditions of a findings-like campaign: each variant at 0.2 ms and ``drops``."""
+    from tcpeval.condition import Condition, Flow
+    return [Condition(backend="emulated", campaign="findings", criterion="responsiveness",
+                      flows=(Flow(variant=v),), rtt_ms=0.2, drop=d, rep=rep, duration_s=30.0, interval_s=0.1)
+            for v in variants for d in drops for rep in range(1, reps + 1)]
+
+
+def test_the_next_round_adds_a_repetition_only_to_the_cells_of_undecided_findings():
+    from tcpeval.analysis.tables import Dataset
+    runs = _responsiveness_runs(["reno", "cubic", "bic"])
+    # at 1e-4 BIC is clear of Reno (decided); at 1e-3 Reno and CUBIC are 1 % apart with
+    # +-5 % each (undecided)
+    low, high = _runs({"reno": [4.0], "bic": [8.0]}), _runs({"reno": [4.0], "cubic": [4.04]})
+    high["drop"] = 1e-3
+    ds = Dataset(runs=pd.concat([low, high], ignore_index=True).assign(mean_hw_bps=0.2e9), flows=pd.DataFrame(),
+                 expected=pd.DataFrame(), include_flagged=False)
+    decided = {**BIC_BEST, "check": {**BIC_BEST["check"], "where": {"criterion": "responsiveness", "drop": 1e-4}}}
+    reno_vs_cubic = {"id": "reno-cubic", "section": "V", "paper": "p",
+                     "check": {"type": "greater", "metric": "mean_gbps", "where": {"criterion": "responsiveness",
+                                                                                  "drop": 1e-3},
+                               "a": {"variant": "cubic"}, "b": {"variant": "reno"}}}
+    claims = [decided, reno_vs_cubic]
+    verdicts = C.check_all(claims, ds)
+    assert [v.verdict for v in verdicts] == [C.HOLDS, C.UNDECIDED]
+    done = {("reno", 1e-3, 1), ("cubic", 1e-3, 1), ("reno", 1e-4, 1), ("bic", 1e-4, 1)}
+
+    def is_done(run):
+        return (run.flows[0].variant, run.drop, run.rep) in done
+    nxt = C.next_round(claims, verdicts, runs, is_done)
+    # the undecided finding's two cells, at their second repetition; nothing for BIC's
+    assert sorted((r.flows[0].variant, r.drop, r.rep) for r in nxt) == [("cubic", 1e-3, 2), ("reno", 1e-3, 2)]
+    # a cell whose first repetition is missing asks for that one first
+    done.discard(("cubic", 1e-3, 1))
+    assert ("cubic", 1e-3, 1) in {(r.flows[0].variant, r.drop, r.rep) for r in C.next_round(claims, verdicts, runs, is_done)}
+    # every repetition done: nothing more; a finding that reads a cell not run: nothing for it
+    assert C.next_round(claims, verdicts, runs, lambda run: True) == []
+    unrun = [{"criterion": "responsiveness", "variant": "cubic", "second": "", "rtt_ms": 24.2, "drop": 1e-3,
+              "needed_s": 7044.0, "max_s": 300.0}]
+    elsewhere = {**reno_vs_cubic, "check": {**reno_vs_cubic["check"], "where": {"drop": 1e-3}}}
+    claims = [decided, elsewhere]   # now it reads CUBIC at 24.2 ms too, which no run gives
+    assert C.next_round(claims, C.check_all(claims, ds, unrun), runs, is_done, unrun) == []

@@ -64,7 +64,18 @@ CODE = code_hash()
 BACKEND = config["backend"]
 CAMPAIGN = config["campaign"]
 RAW_DIR = config["raw_dir"]
-RUN_DIRS = [paths.run_dir(run, RAW_DIR) for run in RUNS]
+
+
+def planned(run):
+    """Whether the campaign runs this run: every run, except in a sequential campaign
+    (initial_repetitions) a repetition beyond the first ones that `tcpeval next-runs` has
+    not asked for (its trace does not exist). Any run path stays a valid target."""
+    if not spec.on_demand(DESIGN, CAMPAIGN, run):
+        return True
+    return os.path.exists(f"{paths.run_dir(run, RAW_DIR)}/{trace.TRACE_FILE}")
+
+
+RUN_DIRS = [paths.run_dir(run, RAW_DIR) for run in RUNS if planned(run)]
 TRACES = [f"{d}/{trace.TRACE_FILE}" for d in RUN_DIRS]
 # The paper's design keeps results/<backend>/<campaign>; any other design's results live
 # under its name, as its raw traces do (tcpeval.paths).

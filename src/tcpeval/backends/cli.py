@@ -297,9 +297,12 @@ def cmd_plan(args) -> int:
     if any(n < 1 for n in args.nodes):
         raise UserError(f"--nodes: each count must be at least 1, got {args.nodes}")
     rows: dict[str, dict] = {}
-    walls = []
+    walls, demand_walls = [], []
     for cond in runs:
         p = planning.plan_run(cond, ceil)
+        if spec.on_demand(design, args.campaign, cond):
+            demand_walls.append(p.wall_s)   # only if an undecided finding asks (tcpeval next-runs)
+            continue
         walls.append(p.wall_s)
         row = rows.setdefault(cond.criterion, {"runs": 0, "traffic": 0.0, "wall": 0.0,
                                                 "factors": Counter(), "refused": Counter()})
@@ -319,13 +322,17 @@ def cmd_plan(args) -> int:
             print(f"  {'':16s} {n} run(s) refused: {why}")
     total_traffic = sum(r["traffic"] for r in rows.values())
     total_wall = sum(r["wall"] for r in rows.values())
-    print(f"  {'total':16s} {len(runs):5d} {total_traffic / 3600:10.2f} {total_wall / 3600:9.2f}  "
+    print(f"  {'total':16s} {len(walls):5d} {total_traffic / 3600:10.2f} {total_wall / 3600:9.2f}  "
           f"(wall: traffic x factor + ~{planning.RUN_OVERHEAD_S:.0f} s per run)")
+    if demand_walls:
+        print(f"  {'on demand':16s} {len(demand_walls):5d} {'':>10s} {sum(demand_walls) / 3600:9.2f}  at most: the "
+              "repetitions beyond the first, for the cells of findings still undecided (tcpeval next-runs)")
     print("  wall time of the network runs on N nodes (one run per node at a time; analysis not included):")
-    print(f"  {'nodes':>7s} {'wall h':>9s} {'days':>7s}")
+    print(f"  {'nodes':>7s} {'wall h':>9s} {'days':>7s}" + (f" {'at most h':>10s}" if demand_walls else ""))
     for n in args.nodes:
         h = planning.makespan_s(walls, n) / 3600
-        print(f"  {n:7d} {h:9.2f} {h / 24:7.2f}")
+        most = f" {(h + planning.makespan_s(demand_walls, n) / 3600):10.2f}" if demand_walls else ""
+        print(f"  {n:7d} {h:9.2f} {h / 24:7.2f}{most}")
     unrun = spec.not_run(design, args.campaign)
     if unrun:
         print(f"  planned, not run: {len(unrun)} cell(s) whose run-length rule needs more than its max_s "

@@ -47,7 +47,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from tcpeval import response
+from tcpeval import response, spec
 from tcpeval.analysis import tables as T
 from tcpeval.condition import HEADER_BYTES, MSS_BYTES, payload_ceiling_bps
 from tcpeval.findings import ClaimError, load_claims, matches, selections  # noqa: F401 (the report's API)
@@ -518,6 +518,30 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
         out.append(Verdict(c["id"], str(c["section"]), c["paper"], c.get("encoding", ""), verdict, ours,
                            model, model_text, limited, **budget(c, df)))
     return out
+
+
+OPEN = (UNDECIDED, NODATA)
+
+
+def next_round(claims: list[dict], verdicts: list[Verdict], runs: list, done, not_run: list[dict] = ()) -> list:
+    """A sequential campaign's next round (`tcpeval next-runs`): for each cell that a
+    finding still open on the runs so far reads (undecided, or without enough data), the
+    lowest repetition of the campaign's runs (``runs``, Conditions) not yet done
+    (``done(run)``: its trace exists). A cell that only decided findings read gets none,
+    nor does a finding that reads a cell the campaign plans but does not run (``not_run``:
+    no repetition of the others decides it). Empty when every cell's repetitions are done."""
+    open_claims = [c for c, v in zip(claims, verdicts) if v.verdict in OPEN
+                   and not any(matches(cell, sel) for cell in not_run for sel in selections(c))]
+    wanted = [sel for c in open_claims for sel in selections(c)]
+    nxt: dict[tuple, object] = {}
+    for run in runs:
+        cell = spec.cell_of(run)
+        if done(run) or not any(matches(cell, sel) for sel in wanted):
+            continue
+        key = tuple(sorted(cell.items()))
+        if key not in nxt or run.rep < nxt[key].rep:
+            nxt[key] = run
+    return list(nxt.values())
 
 
 def lead(columns: dict[str, list[Verdict]], built: str, at_scale: list[str]) -> list[Verdict]:

@@ -19,6 +19,7 @@ builds all parsers.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from tcpeval import spec
@@ -131,6 +132,34 @@ def cmd_claims(args) -> int:
     if args.out_json:
         Path(args.out_json).write_text(json.dumps([v.__dict__ for v in lead], indent=1) + "\n")
     print(C.budget_table(lead), end="")
+    return 0
+
+
+def cmd_next_runs(args) -> int:
+    """A sequential campaign's next round: the run paths (trace.json) of the next repetition
+    of every cell an open finding reads, one per line on stdout; what is open on stderr."""
+    from tcpeval import paths, trace
+    from tcpeval.report import claims as C
+
+    ds, design, campaign, backend = _context(args)
+    try:
+        claims = C.load_claims(args.claims)
+        runs = spec.expand(design, campaign, backend)
+        not_run = spec.not_run(design, campaign)
+        verdicts = C.check_all(claims, ds, not_run)
+    except (OSError, C.ClaimError, spec.SpecError) as err:
+        raise UserError(str(err)) from None
+
+    def trace_of(run) -> Path:
+        return Path(paths.run_dir(run, args.raw_dir)) / trace.TRACE_FILE
+    nxt = C.next_round(claims, verdicts, runs, lambda run: trace_of(run).exists(), not_run)
+    still = [v for v in verdicts if v.verdict in C.OPEN]
+    print(f"{campaign}: {len(verdicts) - len(still)} of {len(verdicts)} findings decided on {len(ds.runs)} runs; "
+          f"{len(still)} open; next round: {len(nxt)} run(s)"
+          + (f" (repetition {', '.join(str(r) for r in sorted({run.rep for run in nxt}))})" if nxt else ""),
+          file=sys.stderr)
+    for run in nxt:
+        print(trace_of(run))
     return 0
 
 
@@ -337,6 +366,13 @@ def add_parsers(sub) -> None:
                    help="another campaign (results beside --results) to check the claims on")
     p.add_argument("--out-campaigns-tex", help="the verdict of each claim per campaign (--also)")
     p.set_defaults(func=cmd_claims)
+
+    p = sub.add_parser("next-runs", help="a sequential campaign's next round (initial_repetitions): the run "
+                                         "paths of one more repetition of each cell an undecided finding reads")
+    common(p)
+    p.add_argument("--claims", default="paper/claims.yaml")
+    p.add_argument("--raw-dir", default="data/raw", help="root of the run paths (default data/raw)")
+    p.set_defaults(func=cmd_next_runs)
 
     p = sub.add_parser("response", help="what the six 3.16 algorithms' response model gives: at one "
                                         "condition, or each finding's verdict at a campaign's grid")
