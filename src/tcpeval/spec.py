@@ -611,9 +611,7 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
 
 def cell_of(cond: Condition) -> dict:
     """The cell a run belongs to, as the findings select it (tcpeval.findings)."""
-    return {"criterion": cond.criterion, "variant": cond.flows[0].variant,
-            "second": cond.flows[1].variant if len(cond.flows) > 1 else "",
-            "rtt_ms": float(cond.rtt_ms), "drop": float(cond.drop)}
+    return _cell(cond.criterion, list(cond.flows), {"rtt_ms": cond.rtt_ms, "drop": cond.drop})
 
 
 def _cell(criterion: str, flows: list[Flow], point: dict) -> dict:

@@ -72,7 +72,7 @@ def planned(run):
     not asked for (its trace does not exist). Any run path stays a valid target."""
     if not spec.on_demand(DESIGN, CAMPAIGN, run):
         return True
-    return os.path.exists(f"{paths.run_dir(run, RAW_DIR)}/{trace.TRACE_FILE}")
+    return os.path.exists(paths.trace_path(run, RAW_DIR))
 
 
 RUN_DIRS = [paths.run_dir(run, RAW_DIR) for run in RUNS if planned(run)]

@@ -50,7 +50,7 @@ import pandas as pd
 from tcpeval import response, spec
 from tcpeval.analysis import tables as T
 from tcpeval.condition import HEADER_BYTES, MSS_BYTES, payload_ceiling_bps
-from tcpeval.findings import ClaimError, load_claims, matches, selections  # noqa: F401 (the report's API)
+from tcpeval.findings import ClaimError, load_claims, matches, needed, selections  # noqa: F401 (the report's API)
 from tcpeval.precision import t_critical
 from tcpeval.report.latex import escape
 
@@ -504,7 +504,7 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
     out = []
     for c in claims:
         verdict, ours = evaluate(c, df) if len(df) else (NODATA, "no runs")
-        missing = [cell for cell in not_run if any(matches(cell, sel) for sel in selections(c))]
+        missing = [cell for cell in not_run if needed(cell, [c])]
         if missing:
             need = max(cell["needed_s"] for cell in missing) / 60
             ours = (f"{len(missing)} cell(s) not run at this budget (up to {need:.0f}\\,min each needed, "
@@ -531,12 +531,11 @@ def next_round(claims: list[dict], verdicts: list[Verdict], runs: list, done, no
     nor does a finding that reads a cell the campaign plans but does not run (``not_run``:
     no repetition of the others decides it). Empty when every cell's repetitions are done."""
     open_claims = [c for c, v in zip(claims, verdicts) if v.verdict in OPEN
-                   and not any(matches(cell, sel) for cell in not_run for sel in selections(c))]
-    wanted = [sel for c in open_claims for sel in selections(c)]
+                   and not any(needed(cell, [c]) for cell in not_run)]
     nxt: dict[tuple, object] = {}
     for run in runs:
         cell = spec.cell_of(run)
-        if done(run) or not any(matches(cell, sel) for sel in wanted):
+        if done(run) or not needed(cell, open_claims):
             continue
         key = tuple(sorted(cell.items()))
         if key not in nxt or run.rep < nxt[key].rep:

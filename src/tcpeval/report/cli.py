@@ -138,7 +138,7 @@ def cmd_claims(args) -> int:
 def cmd_next_runs(args) -> int:
     """A sequential campaign's next round: the run paths (trace.json) of the next repetition
     of every cell an open finding reads, one per line on stdout; what is open on stderr."""
-    from tcpeval import paths, trace
+    from tcpeval import paths
     from tcpeval.report import claims as C
 
     ds, design, campaign, backend = _context(args)
@@ -150,16 +150,15 @@ def cmd_next_runs(args) -> int:
     except (OSError, C.ClaimError, spec.SpecError) as err:
         raise UserError(str(err)) from None
 
-    def trace_of(run) -> Path:
-        return Path(paths.run_dir(run, args.raw_dir)) / trace.TRACE_FILE
-    nxt = C.next_round(claims, verdicts, runs, lambda run: trace_of(run).exists(), not_run)
+    nxt = C.next_round(claims, verdicts, runs, lambda run: Path(paths.trace_path(run, args.raw_dir)).exists(),
+                       not_run)
     still = [v for v in verdicts if v.verdict in C.OPEN]
     print(f"{campaign}: {len(verdicts) - len(still)} of {len(verdicts)} findings decided on {len(ds.runs)} runs; "
           f"{len(still)} open; next round: {len(nxt)} run(s)"
           + (f" (repetition {', '.join(str(r) for r in sorted({run.rep for run in nxt}))})" if nxt else ""),
           file=sys.stderr)
     for run in nxt:
-        print(trace_of(run))
+        print(paths.trace_path(run, args.raw_dir))
     return 0
 
 
