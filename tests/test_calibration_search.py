@@ -234,6 +234,28 @@ def test_the_ports_ceiling_steps_down_until_their_hooks_run(tmp_path):
     assert found["rate_bps"] is None and calls == [0.3e9, 0.2e9]
 
 
+def test_a_ports_ceiling_the_rate_does_not_move_is_the_links(tmp_path):
+    # CI's calibration at 2.2 ms (2026-11-28): 1.3-1.7 % skipped at every rate from 1 Gbps
+    # down to the floor, each within the verdict's 2 % -- the rate is not the cause
+    flat = {1.0e9: 0.0144, 0.8e9: 0.0152, 0.6e9: 0.0173, 0.4e9: 0.0131, 0.3e9: 0.0127, 0.2e9: 0.0158}
+
+    def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1, ports=False):
+        return _port_run(rate_bps, skipped=flat[round(rate_bps, -8)])
+    found = calibrate.ports_rate(executor, tmp_path, rtt_ms=2.2, flows=1, duration_s=4, start_bps=1.0e9)
+    assert found["rate_bps"] == 1.0e9 and found["not_rate_bound"]
+    assert [t["rate_bps"] for t in found["tried"]] == sorted(flat, reverse=True)
+
+    # ... but where lowering the rate lowers the share, or a rate exceeds the verdict's
+    # limit, the search found no rate: no ceiling
+    for shares in ({1.0e9: 0.019, 0.8e9: 0.016, 0.6e9: 0.014, 0.4e9: 0.012, 0.3e9: 0.011, 0.2e9: 0.0105},
+                   {**flat, 1.0e9: 0.025}):
+        def executor(rtt_ms, duration_s, run_dir, flows, rate_bps=None, link=None, judged_at=1, ports=False,
+                     shares=shares):
+            return _port_run(rate_bps, skipped=shares[round(rate_bps, -8)])
+        found = calibrate.ports_rate(executor, tmp_path, rtt_ms=2.2, flows=1, duration_s=4, start_bps=1.0e9)
+        assert found["rate_bps"] is None and "not_rate_bound" not in found, shares
+
+
 def test_runs_of_ports_take_the_lower_of_the_two_ceilings():
     cal = _cal({("tevlink", 1, 1.0): 1.5e9})
     cal["points"][0]["faithful"]["tevlink"]["ports_rate_bps"] = 1.0e9
