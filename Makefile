@@ -59,9 +59,13 @@ paper: bootstrap
 # until none is open or the campaign's repetitions are spent (each round ends the loop
 # when it asks for nothing, or for the same runs again: they failed).
 FINDINGS_CONFIG = --config campaign=$(FINDINGS) backend=$(BACKEND) $(CONFIG_ARGS)
+# where the rounds' tables and traces are: config/config.yaml's, or CONFIG_ARGS' results_dir= / raw_dir=
+config_arg = $(or $(patsubst $(1)=%,%,$(lastword $(filter $(1)=%,$(CONFIG_ARGS)))),$(2))
+FINDINGS_RESULTS = $(call config_arg,results_dir,results)/$(BACKEND)/$(FINDINGS)
+FINDINGS_RAW = $(call config_arg,raw_dir,data/raw)
 findings: bootstrap
 	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG)
-	set -e; asked=; while next=$$($(VENV)/tcpeval next-runs --results results/$(BACKEND)/$(FINDINGS)) \
+	set -e; asked=; while next=$$($(VENV)/tcpeval next-runs --results $(FINDINGS_RESULTS) --raw-dir $(FINDINGS_RAW)) \
 	    && [ -n "$$next" ] && [ "$$next" != "$$asked" ]; do \
 	  $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$next $(FINDINGS_CONFIG) || true; \
 	  $(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG); \

@@ -109,6 +109,22 @@ def test_make_targets_hand_snakemake_their_target_and_config(target, campaign, r
         assert proc.returncode == 0, out
 
 
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+def test_make_findings_asks_for_the_next_round_where_config_args_put_the_campaign(tmp_path):
+    # the rounds' loop reads the tables and traces where the workflow writes them: a
+    # CONFIG_ARGS results_dir= / raw_dir= moves both (it had read results/ and data/raw/)
+    cfg = f"raw_dir={tmp_path}/raw results_dir={tmp_path}/results"
+    proc = subprocess.run(["make", "findings", "FINDINGS=findings-short-rtt", "SNAKEMAKE_ARGS=-n -q rules",
+                           f"CONFIG_ARGS={cfg}", f"VENV={Path(sys.executable).parent}"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert (f"next-runs --results {tmp_path}/results/emulated/findings-short-rtt --raw-dir {tmp_path}/raw"
+            in out), out
+    # a dry run writes no tables: next-runs says so, and the loop ends
+    assert f"{tmp_path}/results/emulated/findings-short-rtt/runs.parquet: no runs table" in out
+
+
 def _tiny_campaign(root: Path) -> list[Path]:
     """A work directory with the workflow's config and manuscript, and synthetic traces for
     a quarter of the smoke campaign (every fourth flagged); returns the traces."""
