@@ -14,6 +14,11 @@ VENV := .venv/bin
 # refused as a config entry); CONFIG_ARGS adds entries, e.g. CONFIG_ARGS=include_flagged=True (Snakemake reads True/False as booleans).
 SNAKEMAKE := $(VENV)/snakemake --profile $(PROFILE)
 CONFIG = --config campaign=$(CAMPAIGN) backend=$(BACKEND) $(CONFIG_ARGS)
+# where the workflow writes tables and traces, for the targets that read them after it:
+# config/config.yaml's defaults, or CONFIG_ARGS' results_dir= / raw_dir=
+config_arg = $(or $(patsubst $(1)=%,%,$(lastword $(filter $(1)=%,$(CONFIG_ARGS)))),$(2))
+RESULTS_DIR := $(call config_arg,results_dir,results)
+RAW_DIR := $(call config_arg,raw_dir,data/raw)
 
 .PHONY: bootstrap image paper findings validation validate-dilation validate-stopping runs dry-run report snakemake-report calibrate test test-all lint bench status design data-push data-pull cleanup clean help
 
@@ -59,13 +64,10 @@ paper: bootstrap
 # until none is open or the campaign's repetitions are spent (each round ends the loop
 # when it asks for nothing, or for the same runs again: they failed).
 FINDINGS_CONFIG = --config campaign=$(FINDINGS) backend=$(BACKEND) $(CONFIG_ARGS)
-# where the rounds' tables and traces are: config/config.yaml's, or CONFIG_ARGS' results_dir= / raw_dir=
-config_arg = $(or $(patsubst $(1)=%,%,$(lastword $(filter $(1)=%,$(CONFIG_ARGS)))),$(2))
-FINDINGS_RESULTS = $(call config_arg,results_dir,results)/$(BACKEND)/$(FINDINGS)
-FINDINGS_RAW = $(call config_arg,raw_dir,data/raw)
+FINDINGS_RESULTS = $(RESULTS_DIR)/$(BACKEND)/$(FINDINGS)
 findings: bootstrap
 	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG)
-	set -e; asked=; while next=$$($(VENV)/tcpeval next-runs --results $(FINDINGS_RESULTS) --raw-dir $(FINDINGS_RAW)) \
+	set -e; asked=; while next=$$($(VENV)/tcpeval next-runs --results $(FINDINGS_RESULTS) --raw-dir $(RAW_DIR)) \
 	    && [ -n "$$next" ] && [ "$$next" != "$$asked" ]; do \
 	  $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$next $(FINDINGS_CONFIG) || true; \
 	  $(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG); \
@@ -131,7 +133,7 @@ lint: bootstrap
 # comparison would be of the mechanisms (dilation_check refuses to judge such a pair).
 DILATION_CAMPAIGN ?= dilation
 DILATION_LINK ?= tevlink
-DILATION_RESULTS := results/emulated/$(DILATION_CAMPAIGN)
+DILATION_RESULTS := $(RESULTS_DIR)/emulated/$(DILATION_CAMPAIGN)
 validate-dilation: bootstrap
 	TCPEVAL_LINK=$(DILATION_LINK) $(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) --config campaign=$(DILATION_CAMPAIGN) backend=emulated $(CONFIG_ARGS)
 	$(SNAKEMAKE) $(SNAKEMAKE_ARGS) $(CONFIG)
@@ -143,7 +145,7 @@ validate-dilation: bootstrap
 # Reno, CUBIC, BIC at 0.2 ms, p = 1e-4, on the paper's link, 1.4 h at x3 to about 3 h at
 # x6 here; STOPPING_CAMPAIGN=stopping-quick: Reno alone, 0.5-1 h).
 STOPPING_CAMPAIGN ?= stopping
-STOPPING_RESULTS := results/emulated/$(STOPPING_CAMPAIGN)
+STOPPING_RESULTS := $(RESULTS_DIR)/emulated/$(STOPPING_CAMPAIGN)
 validate-stopping: bootstrap
 	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) --config campaign=$(STOPPING_CAMPAIGN) backend=emulated $(CONFIG_ARGS)
 	$(VENV)/tcpeval stopping-check --results $(STOPPING_RESULTS) --fig-dir $(STOPPING_RESULTS)/figures \
