@@ -41,7 +41,7 @@ reproduced (the model agrees with the paper: look for an emulator or port fault)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -89,6 +89,8 @@ class Verdict:
     attempts: int = 0
     campaign: str = ""       # the campaign whose runs gave the verdict (lead)
     at_scale: bool = False   # that campaign ran on the paper's link
+    # an undecided verdict's cells that keep it open (contested): what a next round repeats
+    contested: list = field(default_factory=list)
 
 
 def _ran_s(runs: pd.DataFrame) -> pd.Series:
@@ -430,6 +432,63 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
     raise ClaimError(f"claim {claim['id']}: unknown check type {kind!r}")
 
 
+def contested(claim: dict, df: pd.DataFrame) -> list[dict]:
+    """The cells that keep a check undecided (each as findings.matches selects it): the
+    cells whose interval straddles the threshold (threshold checks), the contenders for
+    the top (bottom) place -- every cell whose interval reaches past the leader's far end --
+    of a group still open (best, worst), both sides of a comparison (greater, close), every
+    cell of a group still open (within). Another repetition of any other cell leaves the
+    verdict where it is; a cell that is clear of the threshold, or clearly out of the
+    running, gets none (issue 25: "more where the compared quantities are close")."""
+    check = claim["check"]
+    kind, metric = check["type"], check.get("metric")
+    base = dict(check.get("where", {}))
+
+    def records(sel: pd.DataFrame) -> list[dict]:
+        return [{"criterion": str(r["criterion"]), "variant": str(r["variant"]), "second": str(r["second"] or ""),
+                 "rtt_ms": float(r["rtt_ms"]), "drop": float(r["drop"])} for r in sel.to_dict("records")]
+
+    if kind in ("at_least", "at_most", "above", "below", "between"):
+        sel = _select(df, base).dropna(subset=[metric])
+        lo = _threshold(check["lo"] if kind == "between" else check["threshold"])
+        hi = _threshold(check["hi"]) if kind == "between" else None
+        return [c for c, e in zip(records(sel), _estimates(sel, metric)) if _threshold_passes(kind, e, lo, hi) is None]
+    if kind in ("best", "worst"):
+        expect = check["expect"] if isinstance(check["expect"], list) else [check["expect"]]
+        sel = _select(df, base).dropna(subset=[metric])
+        per = check.get("per", [])
+        out = []
+        for g in ([g for _, g in sel.groupby(per)] if per else ([sel] if len(sel) else [])):
+            if (g["variant"].nunique() < int(check.get("min_variants", 2)) or not g["variant"].isin(expect).any()
+                    or _ranked(kind, g, metric, expect) is not None):
+                continue
+            ests = _estimates(g, metric)
+            if kind == "best":
+                bar = max(e.lo for e in ests)
+                out += [c for c, e in zip(records(g), ests) if e.hi >= bar]
+            else:
+                bar = min(e.hi for e in ests)
+                out += [c for c, e in zip(records(g), ests) if e.lo <= bar]
+        return out
+    if kind in ("greater", "close"):
+        return [c for part in ("a", "b") for c in records(_select(df, {**base, **check[part]}).dropna(subset=[metric]))]
+    if kind == "within":
+        sel = _select(df, base).dropna(subset=[metric])
+        per, tol = check.get("per", []), float(check["tolerance"])
+        out = []
+        for g in ([g for _, g in sel.groupby(per)] if per else ([sel] if len(sel) else [])):
+            ests = _estimates(g, metric)
+            top = max(e.value for e in ests)
+            if top <= 0 or g["variant"].nunique() < int(check.get("min_variants", 2)):
+                continue
+            gap_hi = (max(e.hi for e in ests) - min(e.lo for e in ests)) / top
+            gap_lo = max(0.0, max(e.lo for e in ests) - min(e.hi for e in ests)) / top
+            if not (gap_hi <= tol or gap_lo > tol):
+                out += records(g)
+        return out
+    raise ClaimError(f"claim {claim['id']}: unknown check type {kind!r}")
+
+
 def model_cells(df: pd.DataFrame, claims: list[dict]) -> pd.DataFrame:
     """The single-flow cells of ``df`` that a claim on a modeled metric reads, with their
     mean throughput as the response model gives it at each cell's RTT, drop rate and link
@@ -515,8 +574,9 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
             model, model_text = evaluate(c, model_df, reps_note=False)
             read = _read(model_df, selections(c))
             limited = bool(len(read)) and bool(read["link_limited"].all())
+        open_cells = contested(c, df) if verdict == UNDECIDED and not missing and len(df) else []
         out.append(Verdict(c["id"], str(c["section"]), c["paper"], c.get("encoding", ""), verdict, ours,
-                           model, model_text, limited, **budget(c, df)))
+                           model, model_text, limited, **budget(c, df), contested=open_cells))
     return out
 
 
@@ -524,20 +584,33 @@ OPEN = (UNDECIDED, NODATA)
 
 
 def next_round(claims: list[dict], verdicts: list[Verdict], runs: list, done, not_run: list[dict] = ()) -> list:
-    """A sequential campaign's next round (`tcpeval next-runs`): for each cell that a
-    finding still open on the runs so far reads (undecided, or without enough data), the
-    lowest repetition of the campaign's runs (``runs``, Conditions) not yet done
-    (``done(run)``: its trace exists). A cell that only decided findings read gets none,
-    nor does a finding that reads a cell the campaign plans but does not run (``not_run``:
-    no repetition of the others decides it). Empty when every cell's repetitions are done."""
-    open_claims = [c for c, v in zip(claims, verdicts) if v.verdict in OPEN
-                   and not any(needed(cell, [c]) for cell in not_run)]
+    """A sequential campaign's next round (`tcpeval next-runs`): for each cell that keeps
+    a finding open on the runs so far -- an undecided finding's contested cells (its
+    Verdict's ``contested``; all of its cells where none are named), every cell of one
+    without enough data -- the lowest repetition of the campaign's runs (``runs``,
+    Conditions) not yet done (``done(run)``: its trace exists). A cell that only decided
+    findings read gets none, nor does a cell whose interval already decides its part, nor
+    a finding that reads a cell the campaign plans but does not run (``not_run``: no
+    repetition of the others decides it). A finding without enough data gets the first
+    repetition of the cells it lacks, not another of a cell that ran and was flagged (each
+    run has tried its attempts already: the 1e-2 cells of the 0.2-ms slice were flagged in
+    every repetition). Empty when every such cell's repetitions are done."""
+    repeat, first = [], []       # selections whose cells a next round repeats, or starts
+    for c, v in zip(claims, verdicts):
+        if v.verdict not in OPEN or any(needed(cell, [c]) for cell in not_run):
+            continue
+        if v.verdict == NODATA:
+            first += selections(c)
+        else:
+            repeat += v.contested or selections(c)
+    started = {tuple(sorted(spec.cell_of(run).items())) for run in runs if done(run)}
     nxt: dict[tuple, object] = {}
     for run in runs:
         cell = spec.cell_of(run)
-        if done(run) or not needed(cell, open_claims):
-            continue
         key = tuple(sorted(cell.items()))
+        if done(run) or not (any(matches(cell, where) for where in repeat)
+                             or (key not in started and any(matches(cell, where) for where in first))):
+            continue
         if key not in nxt or run.rep < nxt[key].rep:
             nxt[key] = run
     return list(nxt.values())
