@@ -60,7 +60,7 @@ paper: bootstrap
 # cost: `tcpeval plan --campaign findings --nodes 1 16`), then the manuscript of CAMPAIGN,
 # whose reproduction table then has its column.
 # It is sequential (initial_repetitions): every cell's first repetition, then a round of one
-# more repetition for the cells of the findings still undecided (`tcpeval next-runs`),
+# more repetition for the cells that keep a finding undecided (`tcpeval next-runs`),
 # until none is open or the campaign's repetitions are spent (each round ends the loop
 # when it asks for nothing, or for the same runs again: they failed).
 FINDINGS_CONFIG = --config campaign=$(FINDINGS) backend=$(BACKEND) $(CONFIG_ARGS)

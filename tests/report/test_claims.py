@@ -419,3 +419,65 @@ def test_the_next_round_adds_a_repetition_only_to_the_cells_of_undecided_finding
     elsewhere = {**reno_vs_cubic, "check": {**reno_vs_cubic["check"], "where": {"drop": 1e-3}}}
     claims = [decided, elsewhere]   # now it reads CUBIC at 24.2 ms too, which no run gives
     assert C.next_round(claims, C.check_all(claims, ds, unrun), runs, is_done, unrun) == []
+
+
+def _cell_rows(means_hw: dict, criterion="responsiveness", metric="mean_gbps"):
+    """Cells as claims.cells gives them, at 0.2 ms and 1e-5: {variant: (mean, half-width)}."""
+    return pd.DataFrame([dict(criterion=criterion, variant=v, second="", rtt_ms=0.2, drop=1e-5, n=3,
+                              **{metric: m, f"{metric}_hw": hw}) for v, (m, hw) in means_hw.items()])
+
+
+def test_the_contested_cells_of_a_threshold_check_are_those_whose_interval_straddles_it():
+    df = _cell_rows({"reno": (9.0, 0.2), "cubic": (8.5, 1.0), "bic": (9.4, 0.05)})
+    claim = _claim({"type": "at_least", "metric": "mean_gbps", "threshold": 9.1,
+                    "where": {"criterion": "responsiveness"}})
+    # reno (8.8-9.2) and cubic (7.5-9.5) straddle 9.1; bic (9.35-9.45) is clear of it
+    assert C.evaluate(claim, df)[0] == C.UNDECIDED
+    assert sorted(c["variant"] for c in C.contested(claim, df)) == ["cubic", "reno"]
+
+
+def test_the_contested_cells_of_a_ranking_are_the_contenders_for_its_place():
+    # lowest: reno 8.4 +- 0.3 and htcp 8.5 +- 0.4 overlap; cubic 8.85 +- 0.2 reaches below
+    # reno's top (8.65 < 8.7): it may be last too; bic 9.4 +- 0.1 is clearly not last
+    df = _cell_rows({"reno": (8.4, 0.3), "htcp": (8.5, 0.4), "cubic": (8.85, 0.2), "bic": (9.4, 0.1)})
+    worst = _claim({"type": "worst", "metric": "mean_gbps", "expect": ["reno"], "where": {"criterion": "responsiveness"}})
+    assert C.evaluate(worst, df)[0] == C.UNDECIDED
+    assert sorted(c["variant"] for c in C.contested(worst, df)) == ["cubic", "htcp", "reno"]
+    best = _claim({"type": "best", "metric": "mean_gbps", "expect": ["cubic"], "where": {"criterion": "responsiveness"}})
+    assert C.evaluate(best, df)[0] == C.FAILS and C.contested(best, df) == []   # decided: nothing contested
+    close = _claim({"type": "close", "metric": "mean_gbps", "tolerance": 0.02, "where": {"criterion": "responsiveness"},
+                    "a": {"variant": "reno"}, "b": {"variant": "htcp"}})
+    assert sorted(c["variant"] for c in C.contested(close, df)) == ["htcp", "reno"]
+    # the cells are selections findings.matches reads, with plain (JSON) types
+    assert C.contested(close, df)[0] == {"criterion": "responsiveness", "variant": "reno", "second": "",
+                                         "rtt_ms": 0.2, "drop": 1e-5}
+
+
+def test_the_next_round_repeats_only_the_contested_cells_and_starts_the_missing_ones():
+    from tcpeval.analysis.tables import Dataset
+    runs = _responsiveness_runs(["reno", "cubic", "bic", "htcp"], reps=3, drops=(1e-4,))
+    # reno and cubic 1 % apart within +-5 %: undecided; bic far above both, htcp's run flagged
+    ds = Dataset(runs=_runs({"reno": [4.0], "cubic": [4.04], "bic": [8.0]}).assign(mean_hw_bps=0.2e9),
+                 flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False)
+    worst = {"id": "worst", "section": "V", "paper": "p",
+             "check": {"type": "worst", "metric": "mean_gbps", "expect": "reno", "where": {"criterion": "responsiveness"}}}
+    needs_htcp = {"id": "htcp", "section": "V", "paper": "p",
+                  "check": {"type": "at_least", "metric": "mean_gbps", "threshold": 1.0,
+                            "where": {"criterion": "responsiveness", "variant": "htcp"}}}
+    claims = [worst, needs_htcp]
+    verdicts = C.check_all(claims, ds)
+    assert [v.verdict for v in verdicts] == [C.UNDECIDED, C.NODATA]
+    assert sorted(c["variant"] for c in verdicts[0].contested) == ["cubic", "reno"]
+    done = {("reno", 1), ("cubic", 1), ("bic", 1), ("htcp", 1)}   # htcp's first repetition ran, flagged
+
+    def is_done(run):
+        return (run.flows[0].variant, run.rep) in done
+    nxt = C.next_round(claims, verdicts, runs, is_done)
+    # BIC, clearly not last, gets no second repetition; nor does the flagged H-TCP cell
+    assert sorted((r.flows[0].variant, r.rep) for r in nxt) == [("cubic", 2), ("reno", 2)]
+    # a cell of a finding without enough data that has not run yet gets its first repetition
+    done.discard(("htcp", 1))
+    assert ("htcp", 1) in {(r.flows[0].variant, r.rep) for r in C.next_round(claims, verdicts, runs, is_done)}
+    # the verdicts, contested cells included, go through the claims' JSON and back
+    import json
+    assert C.Verdict(**json.loads(json.dumps(verdicts[0].__dict__))) == verdicts[0]

@@ -326,7 +326,7 @@ def cmd_plan(args) -> int:
           f"(wall: traffic x factor + ~{planning.RUN_OVERHEAD_S:.0f} s per run)")
     if demand_walls:
         print(f"  {'on demand':16s} {len(demand_walls):5d} {'':>10s} {sum(demand_walls) / 3600:9.2f}  at most: the "
-              "repetitions beyond the first, for the cells of findings still undecided (tcpeval next-runs)")
+              "repetitions beyond the first, for the cells that keep a finding undecided (tcpeval next-runs)")
     print("  wall time of the network runs on N nodes (one run per node at a time; analysis not included):")
     print(f"  {'nodes':>7s} {'wall h':>9s} {'days':>7s}" + (f" {'at most h':>10s}" if demand_walls else ""))
     for n in args.nodes:
