@@ -45,7 +45,7 @@ RUN_SCHEMA = pa.schema([
     ("dropped_packets", _I),
     ("hostname", _S), ("kernel", _S), ("git_revision", _S), ("tcpeval_version", _S),
     ("mech_drop", _S), ("mech_delay", _S), ("mech_rate", _S), ("dilation", _I), ("started_at", _S),
-    ("wall_s", _F), ("attempts", _I),
+    ("wall_s", _F), ("attempts", _I), ("link_late_share", _F),
     ("mean_bps", _F), ("mean_hw_bps", _F), ("q25_bps", _F), ("q50_bps", _F), ("q75_bps", _F), ("mean_frac", _F),
     ("q25_hw_bps", _F), ("q50_hw_bps", _F), ("q75_hw_bps", _F),
     ("metrics_from_s", _F), ("precision_reached", _B), ("stopped_early", _B), ("ran_s", _F),
