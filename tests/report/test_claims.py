@@ -1,5 +1,6 @@
 """Claim checks: each type yields holds / does not hold / undecided at this budget / not
 enough data, deciding only where the cells' 95 % intervals are clear of the threshold."""
+import re
 from dataclasses import replace
 
 import pandas as pd
@@ -299,6 +300,17 @@ def test_an_undecided_check_says_how_many_repetitions_would_decide_it(check, rep
     verdict, text = C.evaluate(_claim(check), _cells(hw=0.3))
     assert verdict == C.UNDECIDED and f"about {reps} repetitions a cell would decide it" in text
     assert "repetitions" not in C.evaluate(_claim(check), _cells(hw=0.05))[1]   # decided: no note
+
+
+def test_a_tie_is_named_rather_than_given_thousands_of_repetitions():
+    # |diff| 0.01 against a half-width of hypot(0.3, 0.3) from 5 runs: 5 (0.4243 / 0.01)^2 = 9,000
+    cells = _cells(hw=0.3)
+    cells.loc[cells["variant"] == "cubic", "mean_gbps"] = 4.01
+    check = {"type": "greater", "metric": "mean_gbps", "where": {"criterion": "responsiveness"},
+             "a": {"variant": "cubic"}, "b": {"variant": "reno"}}
+    verdict, text = C.evaluate(_claim(check), cells)
+    assert verdict == C.UNDECIDED
+    assert re.search(r"over 100 repetitions a cell would decide it \(about 900[01]\): .*any practical budget", text)
 
 
 def test_a_line_rate_finding_is_read_against_the_links_payload_ceiling():

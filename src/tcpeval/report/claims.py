@@ -215,6 +215,11 @@ def _mean_of(ests: list[Estimate]) -> Estimate:
     return Estimate(sum(e.value for e in ests) / m, float(np.sqrt(sum(e.hw ** 2 for e in ests))) / m)
 
 
+# beyond this many repetitions a cell, an undecided verdict's note calls the figures too
+# close to tell apart (the 0.2-ms slice's three-way tie at 1e-5 asked for about 9,800)
+REPS_PRACTICAL = 100
+
+
 def reps_to_decide(gap: float, hw: float, n: int) -> float:
     """About how many repetitions a cell would need before an interval of half-width hw
     (from n of them) clears a distance gap, if the means stay where they are: the
@@ -232,6 +237,9 @@ def _reps_note(needs: list[float]) -> str:
     worst = max(needs)
     if not np.isfinite(worst):
         return "; no number of repetitions decides it (a mean on the threshold, or no interval)"
+    if worst > REPS_PRACTICAL:
+        return (f"; over {REPS_PRACTICAL} repetitions a cell would decide it (about {worst:.0f}): "
+                "its figures lie too close to tell apart at any practical budget")
     return f"; about {worst:.0f} repetitions a cell would decide it"
 
 
