@@ -330,6 +330,30 @@ def _ranked(kind: str, group: pd.DataFrame, metric: str, expect: list[str]) -> b
     return False if min(e.hi for e in others) < min(e.lo for e in ours) else None
 
 
+def _groups(check: dict, sel: pd.DataFrame) -> list[pd.DataFrame]:
+    """The selected cells per group of the check's ``per`` keys (one group without them)."""
+    per = check.get("per", [])
+    return [g for _, g in sel.groupby(per)] if per else ([sel] if len(sel) else [])
+
+
+def _ranking_groups(check: dict, sel: pd.DataFrame, expect: list[str]) -> list[pd.DataFrame]:
+    """The groups a best/worst check ranks: those with ``min_variants`` variants, one of
+    them expected."""
+    need = int(check.get("min_variants", 2))
+    return [g for g in _groups(check, sel) if g["variant"].nunique() >= need and g["variant"].isin(expect).any()]
+
+
+def _spread_passes(ests: list[Estimate], tol: float) -> bool | None:
+    """A within check's group: its intervals' widest spread within ``tol`` of the top mean
+    (True), their narrowest beyond it (False), else None; a group whose top is 0 passes."""
+    top = max(e.value for e in ests)
+    if top <= 0:
+        return True
+    gap_hi = (max(e.hi for e in ests) - min(e.lo for e in ests)) / top
+    gap_lo = max(0.0, max(e.lo for e in ests) - min(e.hi for e in ests)) / top
+    return True if gap_hi <= tol else False if gap_lo > tol else None
+
+
 def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str, str]:
     """(verdict, what the cells show); an undecided verdict's text says how many
     repetitions would decide it unless ``reps_note`` is off (the model has no repetitions)."""
@@ -371,12 +395,9 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
         expect = check["expect"] if isinstance(check["expect"], list) else [check["expect"]]
         sel = _select(df, base).dropna(subset=[metric])
         per = check.get("per", [])
-        groups = [g for _, g in sel.groupby(per)] if per else ([sel] if len(sel) else [])
         need = int(check.get("min_variants", 2))
         results, texts, needs = [], [], []
-        for g in groups:
-            if g["variant"].nunique() < need or not g["variant"].isin(expect).any():
-                continue
+        for g in _ranking_groups(check, sel, expect):
             pos = int(np.argmax(g[metric].to_numpy()) if kind == "best" else np.argmin(g[metric].to_numpy()))
             top, top_est = g.iloc[pos], _estimates(g, metric)[pos]
             results.append(_ranked(kind, g, metric, expect))
@@ -419,23 +440,17 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
 
     if kind == "within":
         sel = _select(df, base).dropna(subset=[metric])
-        per = check.get("per", [])
         tol = float(check["tolerance"])
-        groups = [g for _, g in sel.groupby(per)] if per else ([sel] if len(sel) else [])
-        groups = [g for g in groups if g["variant"].nunique() >= int(check.get("min_variants", 2))]
+        groups = [g for g in _groups(check, sel) if g["variant"].nunique() >= int(check.get("min_variants", 2))]
         if not groups:
             return NODATA, "fewer than two variants per group"
         worst_rel, passed = 0.0, []
         for g in groups:
             ests = _estimates(g, metric)
             top = max(e.value for e in ests)
-            if top <= 0:
-                passed.append(True)
-                continue
-            worst_rel = max(worst_rel, (top - min(e.value for e in ests)) / top)
-            gap_hi = (max(e.hi for e in ests) - min(e.lo for e in ests)) / top
-            gap_lo = max(0.0, max(e.lo for e in ests) - min(e.hi for e in ests)) / top
-            passed.append(True if gap_hi <= tol else False if gap_lo > tol else None)
+            if top > 0:
+                worst_rel = max(worst_rel, (top - min(e.value for e in ests)) / top)
+            passed.append(_spread_passes(ests, tol))
         return _decide(passed), f"{len(groups)} group(s); largest gap {100 * worst_rel:.1f}\\,\\%"
     raise ClaimError(f"claim {claim['id']}: unknown check type {kind!r}")
 
@@ -464,11 +479,9 @@ def contested(claim: dict, df: pd.DataFrame) -> list[dict]:
     if kind in ("best", "worst"):
         expect = check["expect"] if isinstance(check["expect"], list) else [check["expect"]]
         sel = _select(df, base).dropna(subset=[metric])
-        per = check.get("per", [])
         out = []
-        for g in ([g for _, g in sel.groupby(per)] if per else ([sel] if len(sel) else [])):
-            if (g["variant"].nunique() < int(check.get("min_variants", 2)) or not g["variant"].isin(expect).any()
-                    or _ranked(kind, g, metric, expect) is not None):
+        for g in _ranking_groups(check, sel, expect):
+            if _ranked(kind, g, metric, expect) is not None:
                 continue
             ests = _estimates(g, metric)
             if kind == "best":
@@ -482,18 +495,9 @@ def contested(claim: dict, df: pd.DataFrame) -> list[dict]:
         return [c for part in ("a", "b") for c in records(_select(df, {**base, **check[part]}).dropna(subset=[metric]))]
     if kind == "within":
         sel = _select(df, base).dropna(subset=[metric])
-        per, tol = check.get("per", []), float(check["tolerance"])
-        out = []
-        for g in ([g for _, g in sel.groupby(per)] if per else ([sel] if len(sel) else [])):
-            ests = _estimates(g, metric)
-            top = max(e.value for e in ests)
-            if top <= 0 or g["variant"].nunique() < int(check.get("min_variants", 2)):
-                continue
-            gap_hi = (max(e.hi for e in ests) - min(e.lo for e in ests)) / top
-            gap_lo = max(0.0, max(e.lo for e in ests) - min(e.hi for e in ests)) / top
-            if not (gap_hi <= tol or gap_lo > tol):
-                out += records(g)
-        return out
+        tol = float(check["tolerance"])
+        return [c for g in _groups(check, sel) if g["variant"].nunique() >= int(check.get("min_variants", 2))
+                and _spread_passes(_estimates(g, metric), tol) is None for c in records(g)]
     raise ClaimError(f"claim {claim['id']}: unknown check type {kind!r}")
 
 
@@ -611,12 +615,12 @@ def next_round(claims: list[dict], verdicts: list[Verdict], runs: list, done, no
             first += selections(c)
         else:
             repeat += v.contested or selections(c)
-    started = {tuple(sorted(spec.cell_of(run).items())) for run in runs if done(run)}
+    cells_of = [(run, spec.cell_of(run), done(run)) for run in runs]
+    started = {tuple(sorted(cell.items())) for _, cell, ran in cells_of if ran}
     nxt: dict[tuple, object] = {}
-    for run in runs:
-        cell = spec.cell_of(run)
+    for run, cell, ran in cells_of:
         key = tuple(sorted(cell.items()))
-        if done(run) or not (any(matches(cell, where) for where in repeat)
+        if ran or not (any(matches(cell, where) for where in repeat)
                              or (key not in started and any(matches(cell, where) for where in first))):
             continue
         if key not in nxt or run.rep < nxt[key].rep:
