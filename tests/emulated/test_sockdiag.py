@@ -119,3 +119,44 @@ def test_a_reading_before_the_data_connection_does_not_follow_the_control_socket
     finally:
         peer.stdin.close()
         peer.wait(timeout=10)
+
+
+# iperf3's end: both ends close the data connection while the control connection stays
+# open a little longer.
+DATA_THEN_CLOSE = CONTROL_THEN_DATA + textwrap.dedent("""
+    data.close()
+    data_in.close()
+    print("closed", flush=True)
+    sys.stdin.readline()
+""")
+
+
+def test_the_precision_watch_takes_no_sample_from_the_control_socket_once_the_data_socket_closed(
+        namespace, monkeypatch):
+    from tcpeval.backends import common
+    from tcpeval.backends.emulated.precision_watch import PrecisionWatch
+    from tcpeval.precision import StopRule
+
+    monkeypatch.setattr(common, "IPERF3_PORT", PORT)
+    peer = _peer(namespace, DATA_THEN_CLOSE)
+    watch = None
+    try:
+        assert peer.stdout.readline().strip() == "control"
+        watch = PrecisionWatch(StopRule(half_width=0.05, max_s=60), 1, namespace, 0.0, lambda: 0, 0.1)
+        peer.stdin.write("1000000\n")
+        peer.stdin.flush()
+        assert peer.stdout.readline().strip() == "data"
+        watch.check(0.1)
+        peer.stdin.write("2000000\n")    # a line for the script: close the data connection
+        peer.stdin.flush()
+        assert peer.stdout.readline().strip() == "closed"
+        # the read now finds the control socket's 300 bytes: the count went back, no sample
+        with ReceivedBytes(namespace) as receiver:
+            assert receiver.read(PORT) == 300
+        assert watch.check(0.2) is None
+        assert watch.bytes == [1_000_000] and watch.rates == []
+    finally:
+        if watch is not None:
+            watch.close()
+        peer.stdin.close()
+        peer.wait(timeout=10)
