@@ -119,3 +119,58 @@ def test_with_an_envelope_each_run_gets_the_factor_of_its_own_physical_path(desi
     from tcpeval.backends.emulated import calibrate
     assert long.rate_bps / k <= calibrate.envelope_rate(cal, "tevlink", 1, 24.2 * k)
     assert long.rate_bps / (k - 1) > calibrate.envelope_rate(cal, "tevlink", 1, 24.2 * (k - 1))
+
+
+def _findings_run(design, rtt_ms, drop, variant="reno"):
+    runs = spec.expand(design, "findings")
+    return next(r for r in runs if r.criterion == "responsiveness" and r.rtt_ms == rtt_ms
+                and r.drop == drop and r.variants == (variant,) and r.rep == 1)
+
+
+def test_a_precision_driven_run_is_planned_at_the_length_its_rule_is_expected_to_need(design):
+    # by hand, 9.85 Gbps of frames (9.50 of payload), MSS 1460, decisions every 2 s:
+    # drop 0: no loss event to wait for, the first decision the batches allow (4 s)
+    assert planning.expected_traffic_s(_findings_run(design, 0.2, 0.0)) == 4
+    # 1e-5 at 0.2 ms: link-limited (Mathis 16 Gbps), 8.13 losses/s; 100 events by 12.3 s
+    assert planning.expected_traffic_s(_findings_run(design, 0.2, 1e-5)) == 14
+    # 1e-4 at 0.2 ms: loss-limited (Mathis 5.06 Gbps, 43.3 losses/s); 500 events by 11.5 s
+    assert planning.expected_traffic_s(_findings_run(design, 0.2, 1e-4)) == 12
+    # 1e-7 at 0.2 ms: 0.08 losses/s would take 20 min for 100 events: its whole 30 s
+    run = _findings_run(design, 0.2, 1e-7)
+    assert run.duration_s == 30 and planning.expected_traffic_s(run) == 30
+    # 1e-2 at 6.2 ms: 14.0 losses/s, 500 events by 35.8 s, the length the run was given
+    run = _findings_run(design, 6.2, 1e-2)
+    assert run.duration_s == 36 and planning.expected_traffic_s(run) == 36
+
+
+def test_a_precision_driven_run_costs_its_expected_length_and_at_most_its_duration(design):
+    run = _findings_run(design, 0.2, 1e-4)
+    p = planning.plan_run(run, SLOW_HOST)
+    assert p.traffic_s == 12 and p.max_traffic_s == run.duration_s == 30
+    assert p.wall_s == pytest.approx(12 * p.factor + planning.RUN_OVERHEAD_S)
+    assert p.max_wall_s == pytest.approx(30 * p.factor + planning.RUN_OVERHEAD_S)
+    # a scheduler's limit must hold the run that never meets its rule
+    assert planning.time_limit_min(run, SLOW_HOST) == -(-p.max_wall_s * planning.TIME_LIMIT_MARGIN // 60)
+    fixed = spec.expand(design, "paper")[0]
+    q = planning.plan_run(fixed, SLOW_HOST)
+    assert q.traffic_s == q.max_traffic_s == 900 and q.wall_s == q.max_wall_s
+
+
+def test_plan_says_how_it_plans_precision_driven_runs_and_their_longest(capsys):
+    assert main(["plan", "--campaign", "findings-short-rtt", "--faithful-rate", "10G"]) == 0
+    out = capsys.readouterr().out
+    assert "42 precision-driven run(s) planned at the length their rule is expected to need" in out
+    row = re.search(r"^\s+1\s+([\d.]+)\s+[\d.]+\s+([\d.]+)$", out, re.M)
+    assert row and float(row[1]) < float(row[2])            # expected, then at most
+
+
+def test_a_run_whose_loss_bounds_its_flows_far_below_the_link_is_not_slowed_down(design):
+    # an envelope of 2 Gbit/s at every RTT: the paper's link needs x5, but at 24.2 ms and
+    # p = 1e-2 one flow carries at most 0.5 Gbit/s (dilation.carried_bound_bps)
+    cal = {"links": ["tevlink"], "points": [
+        {"flows": f, "rtt_ms": r, "faithful": {"tevlink": {"rate_bps": 2e9}}}
+        for f in (1, 2) for r in (0.2, 2.2, 24.2, 193.6)]}
+    ceil = planning.Ceiling(2e9, 2e9, "test envelope", calibration=cal)
+    lossy, lossless = _findings_run(design, 24.2, 1e-2), _findings_run(design, 24.2, 0.0)
+    assert planning.plan_run(lossless, ceil).factor == 5
+    assert planning.plan_run(lossy, ceil).factor == 1

@@ -99,7 +99,8 @@ def cmd_status(args) -> int:
             on_demand += 1   # runs only if an undecided finding asks for it (tcpeval next-runs)
             continue
         # physical traffic time: a time-dilated run takes its factor times longer
-        physical_s = cond.duration_s * (planning.plan_run(cond, ceil).factor or 1)
+        plan = planning.plan_run(cond, ceil)
+        physical_s = plan.traffic_s * (plan.factor or 1)
         row = rows.setdefault(cond.criterion, {"done": 0, "total": 0, "flagged": 0})
         row["total"] += 1
         if trace_file.exists():

@@ -297,18 +297,20 @@ def cmd_plan(args) -> int:
     if any(n < 1 for n in args.nodes):
         raise UserError(f"--nodes: each count must be at least 1, got {args.nodes}")
     rows: dict[str, dict] = {}
-    walls, demand_walls = [], []
+    walls, longest, demand_walls = [], [], []
     for cond in runs:
         p = planning.plan_run(cond, ceil)
         if spec.on_demand(design, args.campaign, cond):
-            demand_walls.append(p.wall_s)   # only if an undecided finding asks (tcpeval next-runs)
+            demand_walls.append(p.max_wall_s)   # only if an undecided finding asks (tcpeval next-runs)
             continue
         walls.append(p.wall_s)
-        row = rows.setdefault(cond.criterion, {"runs": 0, "traffic": 0.0, "wall": 0.0,
+        longest.append(p.max_wall_s)
+        row = rows.setdefault(cond.criterion, {"runs": 0, "traffic": 0.0, "wall": 0.0, "stopping": 0,
                                                 "factors": Counter(), "refused": Counter()})
         row["runs"] += 1
         row["traffic"] += p.traffic_s
         row["wall"] += p.wall_s
+        row["stopping"] += cond.stop is not None
         if p.factor is None:
             row["refused"][p.refused] += 1
         else:
@@ -324,14 +326,21 @@ def cmd_plan(args) -> int:
     total_wall = sum(r["wall"] for r in rows.values())
     print(f"  {'total':16s} {len(walls):5d} {total_traffic / 3600:10.2f} {total_wall / 3600:9.2f}  "
           f"(wall: traffic x factor + ~{planning.RUN_OVERHEAD_S:.0f} s per run)")
+    stopping = sum(r["stopping"] for r in rows.values())
+    if stopping:
+        print(f"  {stopping} precision-driven run(s) planned at the length their rule is expected to need "
+              f"(at least {planning.STOP_FLOOR_S:g} virtual s, the Mathis rate's time for their loss events), "
+              "at most their duration: docs/precision.md")
     if demand_walls:
         print(f"  {'on demand':16s} {len(demand_walls):5d} {'':>10s} {sum(demand_walls) / 3600:9.2f}  at most: the "
               "repetitions beyond the first, for the cells that keep a finding undecided (tcpeval next-runs)")
+    show_most = bool(demand_walls) or longest != walls
     print("  wall time of the network runs on N nodes (one run per node at a time; analysis not included):")
-    print(f"  {'nodes':>7s} {'wall h':>9s} {'days':>7s}" + (f" {'at most h':>10s}" if demand_walls else ""))
+    print(f"  {'nodes':>7s} {'wall h':>9s} {'days':>7s}" + (f" {'at most h':>10s}" if show_most else ""))
     for n in args.nodes:
         h = planning.makespan_s(walls, n) / 3600
-        most = f" {(h + planning.makespan_s(demand_walls, n) / 3600):10.2f}" if demand_walls else ""
+        most = (f" {(planning.makespan_s(longest, n) + planning.makespan_s(demand_walls, n)) / 3600:10.2f}"
+                if show_most else "")
         print(f"  {n:7d} {h:9.2f} {h / 24:7.2f}{most}")
     unrun = spec.not_run(design, args.campaign)
     if unrun:

@@ -6,13 +6,16 @@ import heapq
 import math
 from dataclasses import dataclass
 
-from tcpeval import dilation, quantity
+from tcpeval import dilation, mathis, precision, quantity
 from tcpeval.backends.base import RUN_ATTEMPTS
+from tcpeval.condition import payload_ceiling_bps
 
-# Wall time of a run beyond its traffic: namespaces, qdiscs, BPF, RTT set-up, teardown,
-# trace writing (`make bench` measures it; ~10 s here, more with the delay line's RTT
-# correction at long RTTs).
-RUN_OVERHEAD_S = 15.0
+# Wall time of a run beyond its traffic: the workflow's job, namespaces, qdiscs, BPF, RTT
+# set-up, teardown, trace writing. From one run's start to the next's, less its traffic x
+# factor, in `make findings` on the 2-vCPU VM: median 1.9 s, upper quartile 2.8 s over the
+# 0.2-ms slice's 89 runs of one attempt (2026-11-28); 0.5-2.5 s, once 8 s, at 6.2 and
+# 12.2 ms (2026-11-29; docs/precision.md). `make bench` measures the backend's part alone.
+RUN_OVERHEAD_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -64,13 +67,47 @@ def ceiling(backend: str) -> Ceiling:
 @dataclass(frozen=True)
 class RunPlan:
     factor: int | None       # None: the run would be refused
-    traffic_s: float         # virtual (the condition's duration)
-    wall_s: float            # physical traffic x factor + overhead
+    traffic_s: float         # virtual: expected (a precision-driven run may stop sooner)
+    wall_s: float            # physical: expected traffic x factor + overhead
     refused: str | None = None
+    max_traffic_s: float | None = None   # virtual: the condition's duration, its longest
+    max_wall_s: float | None = None      # physical: max_traffic_s x factor + overhead
+
+
+# What a precision-driven run is expected to last (`expected_traffic_s`), a model to check
+# against real runs (docs/precision.md, "What the plan expects"):
+# - the rule decides every DECIDE_EVERY_S and its batches need two decisions' samples: no
+#   stop before 4 virtual s (every drop-0 run of the 0.2-ms slice stopped at 4.1 s);
+# - it waits for min_loss_events, at the Mathis rate or the link's ceiling if lower;
+# - where loss, not the link, sets the rate, the estimates need about PRECISION_EVENTS loss
+#   events for +-5 % (the run-length model's rule of thumb for Reno, CUBIC and H-TCP;
+#   the high-speed variants need more, but lose more often at the same p).
+STOP_FLOOR_S = 2 * precision.DECIDE_EVERY_S
+PRECISION_EVENTS = 500
+
+
+def expected_traffic_s(cond) -> float:
+    """Virtual seconds a run is expected to carry traffic: its duration, or for a
+    precision-driven run (cond.stop) when the rule is expected to be met, on the
+    decisions' grid, at most its duration."""
+    rule = cond.stop
+    if rule is None:
+        return float(cond.duration_s)
+    if cond.drop <= 0 or cond.rate_bps is None:
+        needed = 0.0
+    else:
+        per_s = mathis.loss_events_per_s(cond.rtt_ms, cond.drop, cond.rate_bps)
+        loss_limited = mathis.throughput_bps(cond.rtt_ms, cond.drop) < payload_ceiling_bps(cond.rate_bps)
+        events = max(rule.min_loss_events, PRECISION_EVENTS if loss_limited else 0)
+        needed = events / per_s if per_s > 0 else math.inf
+    at = max(STOP_FLOOR_S, needed, rule.min_s or 0.0)
+    decided = math.ceil(at / precision.DECIDE_EVERY_S) * precision.DECIDE_EVERY_S
+    return float(min(cond.duration_s, decided))
 
 
 def plan_run(cond, ceil: Ceiling) -> RunPlan:
-    """The factor a run gets (as the emulated backend chooses it) and what it costs."""
+    """The factor a run gets (as the emulated backend chooses it) and what it costs:
+    expected, and at most (a precision-driven run that meets its rule late or never)."""
     rate = cond.rate_bps if cond.rate_bps is not None else ceil.default_rate_bps
     try:
         if ceil.calibration:
@@ -80,12 +117,14 @@ def plan_run(cond, ceil: Ceiling) -> RunPlan:
         else:
             k = dilation.factor_for(cond, rate, ceil.rate_bps) if ceil.rate_bps else 1
     except dilation.DilationError as err:  # as the emulated backend would refuse it
-        return RunPlan(None, cond.duration_s, 0.0, str(err))
-    return RunPlan(k, cond.duration_s, _wall_s(cond, k))
+        return RunPlan(None, expected_traffic_s(cond), 0.0, str(err), cond.duration_s, 0.0)
+    expected = expected_traffic_s(cond)
+    return RunPlan(k, expected, expected * k + RUN_OVERHEAD_S, None, cond.duration_s, _wall_s(cond, k))
 
 
 def _wall_s(cond, k: int) -> float:
-    """Physical wall time of a run dilated k times: its traffic x k plus set-up."""
+    """Physical wall time of a run dilated k times at its longest: its duration x k plus
+    set-up."""
     return cond.duration_s * k + RUN_OVERHEAD_S
 
 
@@ -114,7 +153,7 @@ def time_limit_min(cond, ceil: Ceiling) -> int:
     plan = plan_run(cond, ceil)
     if plan.factor is None:
         return TIME_LIMIT_MIN_MIN
-    wall = plan.wall_s
+    wall = plan.max_wall_s      # a precision-driven run may need its whole duration
     if ceil.rate_bps is None and dilation.parse(cond.dilation) == dilation.AUTO:
         wall = _wall_s(cond, dilation.MAX_FACTOR)
     return max(TIME_LIMIT_MIN_MIN, math.ceil(wall * TIME_LIMIT_MARGIN / 60))
