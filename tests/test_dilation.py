@@ -200,3 +200,32 @@ def _two_flow_condition() -> dict:
                       {"variant": "cubic", "impl": "port", "start_s": 2.5, "stop_s": 7.5}],
             "rtt_ms": 10.0, "drop": 0.0, "rep": 1, "duration_s": 10.0, "interval_s": 0.5, "seed": 1,
             "rate_bps": 1e9}
+
+
+def _condition(drop, rtt_ms=24.2, flows=("reno",)):
+    from tcpeval.spec import adhoc_condition
+    return adhoc_condition(list(flows), rtt_ms, drop, 30, rate_bps=9.85e9, seed=1)
+
+
+def test_where_loss_bounds_the_flows_below_the_link_the_factor_is_chosen_for_that_bound():
+    # by hand: 10 / 1e-2 = 1,000 frames of 1,514 bytes a round trip of 24.2 ms: 0.50 Gbit/s
+    bound = dilation.carried_bound_bps(_condition(1e-2))
+    assert bound == pytest.approx(1000 * 1514 * 8 / 0.0242)
+    assert dilation.rate_for_factor(_condition(1e-2), 9.85e9) == bound
+    # two flows: twice that; a host that carries 2 Gbit/s runs either undilated
+    two = _condition(1e-2, flows=("reno", "bic"))
+    assert dilation.carried_bound_bps(two) == pytest.approx(2 * bound)
+    assert dilation.choose("auto", dilation.rate_for_factor(two, 9.85e9), 2e9) == 1
+    # where the bound lies above the link, and without loss, the link's rate decides
+    assert dilation.rate_for_factor(_condition(1e-4), 9.85e9) == 9.85e9      # 49.5 Gbit/s bound
+    assert dilation.carried_bound_bps(_condition(0)) is None
+    assert dilation.rate_for_factor(_condition(0), 9.85e9) == 9.85e9
+    assert dilation.rate_for_factor(_condition(1e-2), None) is None          # the host's default rate
+
+
+def test_a_udp_flow_is_not_bounded_by_loss():
+    from dataclasses import replace
+    cond = _condition(1e-2, flows=("reno", "reno"))
+    udp = replace(cond, flows=(cond.flows[0], replace(cond.flows[1], protocol="udp", variant="udp",
+                                                       rate_bps=1e9)))
+    assert dilation.carried_bound_bps(udp) is None

@@ -443,3 +443,23 @@ def test_a_reader_that_fell_behind_may_take_its_whole_receive_buffer_at_once():
     burst = Flows(interval_bps=[[0.86e9, 2.26e9, 0.9e9]])
     assert any(r.startswith("receiver rate") for r in fidelity.verdict(setting, path, host, burst)["reasons"])
     assert fidelity.verdict(setting, path, host, replace(burst, receiver_holds_bytes=43.6e6))["reasons"] == []
+
+
+def test_a_link_above_the_hosts_capacity_is_fine_where_loss_bounds_what_the_flows_carry():
+    # a 9.85 Gbit/s link, undilated, at 24.2 ms and p = 1e-2 on a host that carries 2:
+    # the flows can carry at most 0.5 Gbit/s, which the host carries
+    path = Path(seen=10**5, dropped=1000, rtt_ms=24.2, base_rtt_ms=24.1)
+    host = Host(capacity_bps=2e9, achieved_bps=8e6, cpu_busy=0.2)
+    bounded = Setting(drop=1e-2, rtt_ms=24.2, rate_bps=9.85e9, carried_bound_bps=0.5e9)
+    v = fidelity.verdict(bounded, path, host, Flows(interval_bps=[[6e6, 9e6, 12e6]]))
+    assert not [r for r in v["reasons"] if r.startswith("rate")], v["reasons"]
+    # without the bound the configured link is what the host would have to carry
+    v = fidelity.verdict(replace(bounded, carried_bound_bps=None), path, host, Flows(interval_bps=[[6e6, 9e6]]))
+    assert "rate: configured 9.85 Gbps exceeds what this host carries faithfully (2 Gbps, calibration)" in v["reasons"]
+    # flows that carried more than the bound: the factor was chosen for too little
+    v = fidelity.verdict(bounded, path, host, Flows(interval_bps=[[0.3e9, 0.35e9], [0.2e9]]))
+    assert any(r.startswith("rate: the flows carried up to 0.55 Gbps, more than the 0.5 Gbps") for r in v["reasons"])
+    # a bound the host cannot carry either is named as such
+    v = fidelity.verdict(replace(bounded, carried_bound_bps=3e9), path, host, Flows(interval_bps=[[8e6]]))
+    assert "rate: the flows' most under this loss rate, 3 Gbps exceeds what this host carries faithfully " \
+           "(2 Gbps, calibration)" in v["reasons"]

@@ -45,6 +45,37 @@ def parse(value) -> str | int:
     return k
 
 
+# A loss-based TCP flow under random loss at rate p never holds a window of
+# WINDOW_BOUND_LOSSES / p segments: to get there it must send such a window's worth (twice
+# that in slow start) without a drop, which happens with probability e^-10 or less, and
+# any drop cuts the window. So the most its flows can carry at once is that window per
+# round trip, per flow: for p = 1e-2 at 6.2 ms 1.9 Gbit/s of frames (Reno's mean there is
+# 17 Mbit/s, Scalable's, the fastest of the six, 48 Mbit/s measured), where the paper's
+# link is 9.85. The verdict checks what the flows carried against it (tcpeval.backends.fidelity).
+WINDOW_BOUND_LOSSES = 10
+
+
+def carried_bound_bps(condition) -> float | None:
+    """The most the condition's flows can carry at once, in frames per second of the
+    virtual path, where loss bounds their windows (every flow TCP, p > 0); None where it
+    does not (p = 0, a UDP flow): then only the link bounds them."""
+    from tcpeval.condition import HEADER_BYTES, MSS_BYTES, UDP
+    if condition.drop <= 0 or condition.rtt_ms <= 0 or any(f.protocol == UDP for f in condition.flows):
+        return None
+    window_bits = WINDOW_BOUND_LOSSES / condition.drop * (MSS_BYTES + HEADER_BYTES) * 8
+    return len(condition.flows) * window_bits / (condition.rtt_ms / 1e3)
+
+
+def rate_for_factor(condition, rate_bps: float | None) -> float | None:
+    """The rate a run's factor is chosen for: the link's, or less where loss bounds what
+    the flows can carry below it (carried_bound_bps): a 9.85 Gbit/s link that carries at
+    most 0.5 Gbit/s (24.2 ms, p = 1e-2) needs no slowing down on a host that carries 2."""
+    bound = carried_bound_bps(condition)
+    if not rate_bps or bound is None:
+        return rate_bps
+    return min(rate_bps, bound)
+
+
 def choose(setting, rate_bps: float | None, faithful_bps) -> int:
     """The factor of a run: a forced one as given; 'auto' the smallest integer k with
     rate / k within what the host carries faithfully (1 without a rate or a ceiling).

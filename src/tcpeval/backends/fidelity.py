@@ -468,6 +468,9 @@ class Setting:
     buffer_bytes: float | None = None
     interval_s: float | None = None     # the flows' sampling interval
     dilation: int = 1
+    # where loss bounds what the flows can carry below the link, that bound: the rate the
+    # run's factor was chosen for (tcpeval.dilation.carried_bound_bps); None: the link's
+    carried_bound_bps: float | None = None
 
 
 @dataclass(frozen=True)
@@ -520,7 +523,8 @@ def verdict(setting: Setting, path: PathMeasurements, host: HostMeasurements = H
     reasons += [reason] if reason else []
     reasons += _rtt_reasons(s.rtt_ms, path.base_rtt_ms, path.rtt_ms, k)
     if s.rate_bps is not None:
-        reasons += _rate_reasons(s.drop, s.rate_bps, host.capacity_bps, host.achieved_bps, host.cpu_busy)
+        reasons += _rate_reasons(s.drop, s.rate_bps, host.capacity_bps, host.achieved_bps, host.cpu_busy,
+                                 s.carried_bound_bps, _peak_carried_bps(flows.interval_bps))
     reasons += _delay_line_reasons(host.delay_stats, k)
     reasons += _link_reasons(host.link_stats, k, (host.delay_stats or {}).get("host_stalls"))
     rate = s.rate_bps or 0.0
@@ -557,15 +561,34 @@ def _rtt_reasons(setting_ms: float, base_ms: float | None, rtt_ms: float | None,
     return reasons
 
 
+def _peak_carried_bps(interval_bps) -> float | None:
+    """The most the flows carried together in a sampling interval, at most: the sum of
+    each flow's highest interval rate (None without samples)."""
+    flows = list(interval_bps or [])
+    if flows and not isinstance(flows[0], (list, tuple)):
+        flows = [flows]                           # one flow's samples, flat
+    peaks = [max(samples) for samples in flows if len(samples)]
+    return float(sum(peaks)) if peaks else None
+
+
 def _rate_reasons(p: float, rate_bps: float, host_capacity_bps: float | None,
-                  achieved_bps: float | None, cpu_busy: float | None) -> list[Finding]:
+                  achieved_bps: float | None, cpu_busy: float | None,
+                  carried_bound_bps: float | None = None, peak_bps: float | None = None) -> list[Finding]:
     reasons = []
+    # where loss bounds the flows below the link, the host must carry that bound, not the link
+    carried = rate_bps if carried_bound_bps is None else min(rate_bps, carried_bound_bps)
     if host_capacity_bps is None:
         reasons.append(Finding("rate", "host capacity unknown (run `tcpeval calibrate`)"))
-    elif rate_bps > host_capacity_bps:
-        reasons.append(Finding("rate", f"configured {rate_bps / 1e9:.3g} Gbps exceeds what this host "
+    elif carried > host_capacity_bps:
+        what = "configured" if carried == rate_bps else "the flows' most under this loss rate,"
+        reasons.append(Finding("rate", f"{what} {carried / 1e9:.3g} Gbps exceeds what this host "
                                        f"carries faithfully ({host_capacity_bps / 1e9:.3g} Gbps, calibration)",
-                               measured=rate_bps, limit=host_capacity_bps))
+                               measured=carried, limit=host_capacity_bps))
+    if carried_bound_bps is not None and peak_bps is not None and peak_bps > carried_bound_bps:
+        reasons.append(Finding("rate", f"the flows carried up to {peak_bps / 1e9:.3g} Gbps, more than the "
+                                       f"{carried_bound_bps / 1e9:.3g} Gbps their loss rate allows and the "
+                                       "time-dilation factor was chosen for (tcpeval.dilation.carried_bound_bps)",
+                               measured=peak_bps, limit=carried_bound_bps))
     if (p == 0 and cpu_busy is not None and achieved_bps is not None and cpu_busy >= CPU_SATURATED
             and achieved_bps < RATE_SHORTFALL * rate_bps):
         reasons.append(Finding("rate", f"host CPUs {cpu_busy:.0%} busy while the bottleneck carried "

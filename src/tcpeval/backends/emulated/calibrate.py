@@ -592,12 +592,16 @@ def runs_ports(condition) -> bool:
 
 def factor_for(cal: dict, condition, rate_bps: float | None, link: str | None = None) -> tuple[int, str, float]:
     """choose() for a condition, as a run gets it: the mechanism ``link``, else
-    $TCPEVAL_LINK, else the best; refused (dilation.DilationError) where the condition
-    cannot run so, as dilation.factor_for refuses native flows that would need k > 1."""
+    $TCPEVAL_LINK, else the best, for the rate the flows can carry (the link's, or less
+    where loss bounds them: dilation.rate_for_factor); refused (dilation.DilationError)
+    where the condition cannot run so, as dilation.factor_for refuses native flows that
+    would need k > 1."""
     flows = len(condition.flows)
     ports = runs_ports(condition)
     if rate_bps:  # an unshaped run (no rate) has no envelope to be inside
         check_short_path(cal, condition.rtt_ms, condition.dilation)
+    # what the flows can carry, not the link, where loss bounds them below it
+    rate_bps = dilation.rate_for_factor(condition, rate_bps)
     k, link, cap = choose(cal, flows=flows, rtt_ms=condition.rtt_ms, rate_bps=rate_bps,
                           setting=condition.dilation, link=link or forced_link(), ports=ports)
     dilation.factor_for(condition, rate_bps,

@@ -36,6 +36,9 @@ class Plan:
     rate_source: str = "condition"
     notes: list = field(default_factory=list)
     dilation: int = 1                # time-dilation factor: every field above is physical
+    # where loss bounds what the flows can carry below the link (dilation.carried_bound_bps),
+    # that bound (physical): the factor was chosen for it, and the verdict checks it
+    carried_bound_bps: float | None = None
     link: str = "tbf"                # the bottleneck's mechanism (bottleneck.LINKS)
     judged_at: int | None = None     # the factor whose tolerances the verdict applies, if
                                      # not `dilation` (a calibration point: calibrate.judged_at)
@@ -138,6 +141,10 @@ def for_condition(condition, cal: dict, log) -> Plan:
     if ecn and link != "tevlink":
         raise ConditionError(f"condition.ecn_threshold_bytes: ECN marking needs the link engine (tevlink); "
                              f"this run would take {link} ($TCPEVAL_LINK)")
+    carried = dilation_mod.rate_for_factor(condition, rate)
+    if carried < rate:
+        log(f"the flows carry at most {carried / 1e9:.3g} Gbps at p = {condition.drop:g} "
+            f"({dilation_mod.WINDOW_BOUND_LOSSES:g}/p segments a round trip each): the factor is chosen for that")
     if k > 1:
         log(f"time dilation x{k}: {rate / 1e9:.3g} Gbps at {condition.rtt_ms} ms runs as "
             f"{rate / k / 1e9:.3g} Gbps at {condition.rtt_ms * k:g} ms for "
@@ -154,6 +161,7 @@ def for_condition(condition, cal: dict, log) -> Plan:
                 duration_s=condition.duration_s * k, interval_s=condition.interval_s * k,
                 flows=flows, stack=stack_settings(condition, k), hz=condition.hz,
                 host_capacity_bps=capacity, calibration=cal, rate_source=source, dilation=k,
+                carried_bound_bps=carried / k if carried < rate else None,
                 link=link, stop=condition.stop, ecn_threshold_bytes=ecn,
                 flow_queues=[flow_queue(f) for f in flows] if condition.ecn_queues == 2 else None,
                 flow_stacks=flow_stacks(condition))

@@ -158,7 +158,7 @@ def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, lo
     return fidelity.verdict(
         fidelity.Setting(drop=plan.drop, rtt_ms=plan.rtt_ms, rate_bps=plan.rate_bps,
                          buffer_bytes=plan.path_buffer_bytes, interval_s=plan.interval_s,
-                         dilation=plan.verdict_dilation),
+                         dilation=plan.verdict_dilation, carried_bound_bps=plan.carried_bound_bps),
         fidelity.PathMeasurements(seen=run.traffic.drop_counters["seen"], dropped=run.traffic.drop_counters["dropped"],
                                   rtt_ms=run.rtt.probe["median_ms"], base_rtt_ms=run.rtt.base_ms,
                                   loaded_rtts=loaded if shaped else None),
@@ -243,7 +243,12 @@ def dilation_record(condition, plan, endpoint_sysctls: dict, route_rto_min_ms: d
         else:
             not_scaled["rto_min"] = (f"{RTO_MIN_SYSCTL} not available on this kernel "
                                      f"(endpoints: {rto}); the minimum RTO stayed 200 ms physical")
-    return {"factor": k, "setting": condition.dilation,
+    # the rate the factor was chosen for: the link's, or the flows' most under the loss rate
+    # (virtual; tcpeval.dilation.carried_bound_bps)
+    chosen_for = ({"rate_bps": plan.carried_bound_bps * k, "from": "loss bound (dilation.carried_bound_bps)"}
+                  if plan.carried_bound_bps is not None else
+                  {"rate_bps": plan.rate_bps * k if plan.rate_bps else None, "from": "link rate"})
+    return {"factor": k, "setting": condition.dilation, "chosen_for": chosen_for,
             "scaled": scaled if k > 1 else {}, "not_scaled": not_scaled if k > 1 else {}}
 
 
