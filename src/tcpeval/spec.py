@@ -240,6 +240,8 @@ def _cross_field_problems(design: dict) -> list[str]:
         elif "initial_repetitions" in campaign:
             problems.append(f"campaigns/{cname}/initial_repetitions: only a campaign of the findings' cells "
                             "(cells_from_claims) adds repetitions where its findings are undecided")
+        if "slice_of" in campaign:
+            problems += _slice_problems(design, cname, campaign["slice_of"])
         for crit in campaign.get("only", []):
             if crit not in criteria:
                 problems.append(f"campaigns/{cname}/only: unknown criterion {crit!r}; allowed values: {', '.join(criteria)}")
@@ -381,6 +383,28 @@ def on_demand(design: dict, campaign: str, cond: Condition) -> bool:
     repetition beyond a sequential campaign's initial ones."""
     first = initial_repetitions(design, campaign)
     return first is not None and cond.rep > first
+
+
+def _slice_problems(design: dict, name: str, parent: str) -> list[str]:
+    where = f"campaigns/{name}/slice_of"
+    if parent not in design["campaigns"] or parent == name:
+        return [f"{where}: {parent!r} is not another campaign; allowed values: "
+                + ", ".join(c for c in design["campaigns"] if c != name)]
+    if "cells_from_claims" not in design["campaigns"][parent]:
+        return [f"{where}: {parent!r} is not a campaign of the findings' cells (cells_from_claims): "
+                "only their verdicts are pooled over slices"]
+    return []
+
+
+def slice_of(design: dict, campaign: str) -> str | None:
+    """The findings campaign a campaign is a slice of (its `slice_of`): some of its cells,
+    run with its settings, whose runs its verdicts pool with the other slices'."""
+    return _campaign(design, campaign).get("slice_of")
+
+
+def slices(design: dict, parent: str) -> list[str]:
+    """The campaigns that are slices of ``parent``, in the design's order."""
+    return [name for name, camp in design["campaigns"].items() if camp.get("slice_of") == parent]
 
 
 def claims_of(design: dict, campaign: str) -> list[dict]:

@@ -493,3 +493,69 @@ def test_the_next_round_repeats_only_the_contested_cells_and_starts_the_missing_
     # the verdicts, contested cells included, go through the claims' JSON and back
     import json
     assert C.Verdict(**json.loads(json.dumps(verdicts[0].__dict__))) == verdicts[0]
+
+
+def test_a_finding_holds_only_where_every_cell_it_reads_has_a_usable_run():
+    from tcpeval.analysis.tables import Dataset
+    # BIC far ahead of Reno and CUBIC; the campaign also ran H-TCP, flagged in every attempt
+    runs = _runs({"reno": [4.0], "cubic": [4.2], "bic": [8.0]}).assign(mean_hw_bps=0.05e9)
+    runs["run"] = "r/" + runs["variant"]
+    expected = pd.DataFrame([dict(run=f"r/{v}", criterion="responsiveness", variant=v, second=None, rtt_ms=0.2,
+                                  drop=1e-4, rep=1) for v in ("reno", "cubic", "bic", "htcp")])
+    ds = Dataset(runs=runs, flows=pd.DataFrame(), expected=expected, include_flagged=False)
+    cubic_over = {"id": "cubic-over", "section": "V", "paper": "p",
+                  "check": {"type": "greater", "metric": "mean_gbps", "where": {"criterion": "responsiveness"},
+                            "a": {"variant": "cubic"}, "b": {"variant": "reno"}}}
+    loss_based_over = {**cubic_over, "id": "lb-over",
+                       "check": {**cubic_over["check"], "a": {"variant": ["cubic", "htcp"]}}}
+    claims = [BIC_BEST, RENO_BEST, cubic_over, loss_based_over]
+    bic, reno, cubic, both = C.check_all(claims, ds)
+    htcp = {"criterion": "responsiveness", "variant": "htcp", "second": "", "rtt_ms": 0.2, "drop": 1e-4}
+    # H-TCP might have been ahead of BIC: the finding is open, and says which cell it lacks
+    assert bic.verdict == C.UNDECIDED and bic.absent == [htcp] and "H-TCP 0.2\\,ms drop 0.0001" in bic.ours
+    # Reno is behind BIC whatever H-TCP did: that does not hold, lacking cell or not
+    assert reno.verdict == C.FAILS
+    # a comparison of means over cells stands where it read no lacking cell, else is open
+    assert cubic.verdict == C.HOLDS and cubic.absent == []
+    assert both.verdict == C.UNDECIDED and both.absent == [htcp]
+    # a next round repeats none of the cells present (they decided what they read), and
+    # gives the lacking cell a first run only if it never started
+    conditions = _responsiveness_runs(["reno", "cubic", "bic", "htcp"], reps=3, drops=(1e-4,))
+    nxt = C.next_round([BIC_BEST], [bic], conditions, lambda run: run.rep == 1)
+    assert nxt == []
+    nxt = C.next_round([BIC_BEST], [bic], conditions, lambda run: run.rep == 1 and run.flows[0].variant != "htcp")
+    assert [(r.flows[0].variant, r.rep) for r in nxt] == [("htcp", 1)]
+
+
+def test_a_findings_campaign_is_judged_on_all_its_slices_runs_against_its_whole_matrix(design):
+    from tcpeval import spec
+    from tcpeval.analysis.tables import Dataset
+    from tcpeval.report.cli import _pool_slices
+
+    assert spec.slices(design, "findings") == ["findings-short-rtt", "findings-long-rtt-responsiveness"]
+    six = ["reno", "cubic", "bic", "scalable", "highspeed", "htcp"]
+
+    def slice_at(rtt_ms, means):
+        runs = _runs(dict(zip(six, ([m] for m in means)))).assign(rtt_ms=rtt_ms, drop=1e-2, mean_hw_bps=0.01e9)
+        runs["run"] = f"rtt{rtt_ms}/" + runs["variant"]
+        return Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False)
+    bic_ahead = [0.1, 0.1, 0.9, 0.2, 0.2, 0.2]
+    lossy = {"id": "bic-lossy", "section": "VI", "paper": "p",
+             "check": {"type": "best", "metric": "mean_gbps", "expect": "bic", "per": ["rtt_ms"],
+                       "where": {"criterion": "responsiveness", "drop": 1e-2}}}
+    # BIC ahead at 0.2 ms and at 6.2 ms: each slice alone holds on what it has; the
+    # findings campaign also reads 12.2 and 24.2 ms, which no slice ran: open
+    datasets = {"findings-short-rtt": slice_at(0.2, bic_ahead), "findings-long-rtt-responsiveness": slice_at(6.2, bic_ahead)}
+    columns = {name: C.check_all([lossy], ds) for name, ds in datasets.items()}
+    assert [v[0].verdict for v in columns.values()] == [C.HOLDS, C.HOLDS]
+    at_scale, scales = {}, {}
+    pooled = _pool_slices([lossy], design, "emulated", datasets, columns, at_scale, scales)
+    assert pooled == {"findings": ["findings-short-rtt", "findings-long-rtt-responsiveness"]}
+    verdict = columns["findings"][0]
+    assert verdict.verdict == C.UNDECIDED and verdict.runs == 12
+    assert {(cell["rtt_ms"], cell["drop"]) for cell in verdict.absent} == {(12.2, 1e-2), (24.2, 1e-2)}
+    assert scales["findings"].runs == 12
+    # Scalable ahead at 6.2 ms: the finding does not hold, whatever the cells not run show
+    datasets["findings-long-rtt-responsiveness"] = slice_at(6.2, [0.1, 0.1, 0.5, 0.9, 0.2, 0.2])
+    _pool_slices([lossy], design, "emulated", datasets, columns, at_scale, scales)
+    assert columns["findings"][0].verdict == C.FAILS

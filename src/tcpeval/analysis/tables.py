@@ -94,6 +94,37 @@ class Dataset:
     flagged_runs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
+CELL_KEYS = ["criterion", "variant", "second", "rtt_ms", "drop"]
+
+
+def cell_keys(df: pd.DataFrame) -> pd.Series:
+    """Each row's cell (criterion, variant, second -- "" for one flow --, RTT, drop): what
+    runs of one condition in different campaigns (a findings campaign's slices) share."""
+    if df.empty:
+        return pd.Series([], dtype=object)
+    return pd.Series(list(zip(df["criterion"], df["variant"], df["second"].fillna("").replace({None: ""}),
+                              df["rtt_ms"].astype(float).round(6), df["drop"].astype(float))), index=df.index)
+
+
+def pool(parts: list[Dataset], expected: pd.DataFrame) -> Dataset:
+    """The runs of several campaigns' datasets as one, against ``expected`` (the matrix
+    they are parts of: a findings campaign's, whose slices they are); a run's `run` is its
+    path, so runs of different campaigns stay apart."""
+    def cat(frames):
+        frames = [f for f in frames if f is not None and len(f)]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    runs = cat([p.runs for p in parts])
+    have = set(cell_keys(runs)) if len(runs) else set()
+    return Dataset(runs=runs, flows=cat([p.flows for p in parts]), expected=expected,
+                   include_flagged=any(p.include_flagged for p in parts),
+                   n_flagged_excluded=sum(p.n_flagged_excluded for p in parts),
+                   n_flagged_included=sum(p.n_flagged_included for p in parts),
+                   bad=[b for p in parts for b in p.bad], missing=expected[~cell_keys(expected).isin(have)],
+                   extra=sum(p.extra for p in parts), results=None,
+                   efficiency_panel_drop=parts[0].efficiency_panel_drop if parts else {},
+                   flagged_runs=cat([p.flagged_runs for p in parts]))
+
+
 def _efficiency_panel_drop(design: dict) -> dict[float, float]:
     crit = design["criteria"].get("responsiveness", {})
     return {round(float(rtt), 3): float(p) for rtt, p in crit.get("efficiency_panel_drop", {}).items()}

@@ -91,6 +91,8 @@ class Verdict:
     at_scale: bool = False   # that campaign ran on the paper's link
     # an undecided verdict's cells that keep it open (contested): what a next round repeats
     contested: list = field(default_factory=list)
+    # the cells it reads that the campaign has no usable run of (never run, failed or flagged)
+    absent: list = field(default_factory=list)
 
 
 def _ran_s(runs: pd.DataFrame) -> pd.Series:
@@ -572,6 +574,7 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
     about single-flow mean throughput also gets the model's verdict on the same cells."""
     df = cells(ds)
     model_df = model_cells(df, claims) if len(df) else None
+    absent = absent_cells(ds)
     out = []
     for c in claims:
         verdict, ours = evaluate(c, df) if len(df) else (NODATA, "no runs")
@@ -587,9 +590,39 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
             read = _read(model_df, selections(c))
             limited = bool(len(read)) and bool(read["link_limited"].all())
         open_cells = contested(c, df) if verdict == UNDECIDED and not missing and len(df) else []
+        lacking = [cell for cell in absent if needed(cell, [c])]
+        if lacking and verdict != NODATA:
+            verdict, ours = _without(c, verdict, ours, lacking)
         out.append(Verdict(c["id"], str(c["section"]), c["paper"], c.get("encoding", ""), verdict, ours,
-                           model, model_text, limited, **budget(c, df), contested=open_cells))
+                           model, model_text, limited, **budget(c, df), contested=open_cells,
+                           absent=lacking))
     return out
+
+
+# Checks whose verdict a cell without data can overturn either way: each side is a mean
+# over its cells. Every other check quantifies over its cells (every cell, every group, the
+# highest of all), so a cell without data can only overturn a verdict that it holds.
+EITHER_WAY = ("greater", "close")
+
+
+def _without(claim: dict, verdict: str, ours: str, lacking: list[dict]) -> tuple[str, str]:
+    """A decided verdict on some of a claim's cells, the others without a usable run: it
+    stands if they cannot change it, else it is undecided and says which are lacking."""
+    if verdict == FAILS and claim["check"]["type"] not in EITHER_WAY:
+        return verdict, ours
+    names = ", ".join(_label_cell(cell) for cell in lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+    return UNDECIDED, (f"{ours}; {len(lacking)} cell(s) it reads have no usable run "
+                       f"(not run, or failed or flagged in every attempt): {names}")
+
+
+def absent_cells(ds: T.Dataset) -> list[dict]:
+    """The campaign's cells (its expected runs, every repetition) with no usable run (of
+    this campaign or, pooled, of another slice of the same findings campaign)."""
+    exp = ds.expected
+    if exp is None or exp.empty:
+        return []
+    have = set(T.cell_keys(ds.runs)) if len(ds.runs) else set()
+    return [dict(zip(T.CELL_KEYS, key)) for key in dict.fromkeys(T.cell_keys(exp)) if key not in have]
 
 
 OPEN = (UNDECIDED, NODATA)
@@ -611,7 +644,8 @@ def next_round(claims: list[dict], verdicts: list[Verdict], runs: list, done, no
     for c, v in zip(claims, verdicts):
         if v.verdict not in OPEN or any(needed(cell, [c]) for cell in not_run):
             continue
-        if v.verdict == NODATA:
+        if v.verdict == NODATA or (v.absent and not v.contested):
+            # lacking cells, the ones present decided: a first run of those never started
             first += selections(c)
         else:
             repeat += v.contested or selections(c)
@@ -803,11 +837,12 @@ def campaign_scale(ds: T.Dataset) -> Scale | None:
 
 
 def by_campaign(columns: dict[str, list[Verdict]], absent: list[str], at_scale: list[str] = (),
-                scales: dict[str, Scale | None] | None = None) -> str:
+                scales: dict[str, Scale | None] | None = None, pooled: dict[str, list[str]] | None = None) -> str:
     """Which finding holds at which campaign: one row per claim, one column per campaign
     whose results exist (those at the paper's scale, ``at_scale``, marked); campaigns
-    without results are named below the table, and the scale each column rests on
-    (``scales``: link, dilation, run length, repetitions) in a table of its own."""
+    without results are named below the table, the campaigns a column pools (``pooled``:
+    a findings campaign judged on its slices' runs) too, and the scale each column rests
+    on (``scales``: link, dilation, run length, repetitions) in a table of its own."""
     mark = {HOLDS: r"\textsf{holds}", FAILS: r"\textbf{no}", UNDECIDED: "?", NODATA: r"\textit{n/a}"}
     names = list(columns)
     ids = [v.id for v in next(iter(columns.values()))] if columns else []
@@ -821,6 +856,10 @@ def by_campaign(columns: dict[str, list[Verdict]], absent: list[str], at_scale: 
     lines.append(r"\end{longtable}")
     tail = ("$^*$ at the paper's scale (its link rate); the others compare fractions of a "
             "slower link. ?: undecided at that campaign's budget.\\par\n")
+    for name, parts in (pooled or {}).items():
+        tail += (f"\\texttt{{{escape(name)}}}: its verdicts so far, on the runs of "
+                 + ", ".join(f"\\texttt{{{escape(p)}}}" for p in parts)
+                 + " (a finding that reads a cell none of them has run holds nowhere yet).\\par\n")
     if absent:
         tail += ("Campaigns without results for this backend: "
                 + ", ".join(f"\\texttt{{{escape(a)}}}" for a in absent) + ".\\par\n")

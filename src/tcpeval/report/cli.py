@@ -106,7 +106,7 @@ def cmd_claims(args) -> int:
         raise UserError(str(err)) from None
     # the other campaigns' verdicts (--also), where they have results
     columns, absent, at_scale = {campaign: verdicts}, [], {campaign: C.at_paper_scale(ds, claims)}
-    scales = {campaign: C.campaign_scale(ds)}
+    scales, datasets = {campaign: C.campaign_scale(ds)}, {campaign: ds}
     for other in args.also or []:
         other_results = Path(args.results).parent / other
         if not (other_results / "runs.parquet").exists():
@@ -117,22 +117,50 @@ def cmd_claims(args) -> int:
             columns[other] = C.check_all(claims, other_ds, spec.not_run(design, other))
             at_scale[other] = C.at_paper_scale(other_ds, claims)
             scales[other] = C.campaign_scale(other_ds)
+            datasets[other] = other_ds
         except (spec.SpecError, C.ClaimError) as err:
             raise UserError(f"{other_results}: {err}") from None
-    # the campaigns at the paper's scale lead, the findings campaigns first among them; the
-    # manuscript's verdict of a finding is the first of them that has its cells
-    order = sorted(columns, key=lambda name: (not at_scale[name], not name.startswith("findings")))
+    pooled = _pool_slices(claims, design, backend, datasets, columns, at_scale, scales)
+    absent = [name for name in absent if name not in pooled]
+    # the campaigns at the paper's scale lead, the findings campaigns first among them (a
+    # findings campaign judged on its slices' runs before each slice); the manuscript's
+    # verdict of a finding is the first of them that has its cells
+    order = sorted(columns, key=lambda name: (not at_scale[name], not name.startswith("findings"),
+                                              name not in pooled))
     scaled = [n for n in order if at_scale[n]]
     lead = C.lead(columns, campaign, scaled)
     Path(args.out_tex).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out_tex).write_text(C.table(lead, C.scale_note(ds, claims), built=campaign))
     if args.out_campaigns_tex:
         Path(args.out_campaigns_tex).write_text(C.by_campaign({n: columns[n] for n in order}, absent, scaled,
-                                                              {n: scales[n] for n in order}))
+                                                              {n: scales[n] for n in order}, pooled))
     if args.out_json:
         Path(args.out_json).write_text(json.dumps([v.__dict__ for v in lead], indent=1) + "\n")
     print(C.budget_table(lead), end="")
     return 0
+
+
+def _pool_slices(claims, design, backend, datasets, columns, at_scale, scales) -> dict[str, list[str]]:
+    """A findings campaign with slices (`slice_of`) that have results gets the column of
+    its verdicts so far: every finding judged on the runs of all its slices (and its own)
+    together, against its whole matrix, so a finding that reads a cell no slice has run
+    holds nowhere. Fills the column in; returns {campaign: the campaigns pooled}."""
+    from tcpeval.analysis import tables
+    from tcpeval.report import claims as C
+
+    pooled = {}
+    for parent in dict.fromkeys(spec.slice_of(design, name) for name in datasets):
+        if parent is None:
+            continue
+        parts = [name for name in [parent, *spec.slices(design, parent)] if name in datasets]
+        if parts == [parent]:
+            continue
+        ds = tables.pool([datasets[name] for name in parts], tables.expected_runs(design, parent, backend))
+        columns[parent] = C.check_all(claims, ds, spec.not_run(design, parent))
+        at_scale[parent] = C.at_paper_scale(ds, claims)
+        scales[parent] = C.campaign_scale(ds)
+        pooled[parent] = parts
+    return pooled
 
 
 def cmd_next_runs(args) -> int:
