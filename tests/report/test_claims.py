@@ -532,7 +532,8 @@ def test_a_findings_campaign_is_judged_on_all_its_slices_runs_against_its_whole_
     from tcpeval.analysis.tables import Dataset
     from tcpeval.report.cli import _pool_slices
 
-    assert spec.slices(design, "findings") == ["findings-short-rtt", "findings-long-rtt-responsiveness"]
+    assert spec.slices(design, "findings") == ["findings-short-rtt", "findings-long-rtt-responsiveness",
+                                              "findings-long-rtt-pairs", "findings-long-rtt-convergence"]
     six = ["reno", "cubic", "bic", "scalable", "highspeed", "htcp"]
 
     def slice_at(rtt_ms, means):

@@ -120,7 +120,16 @@ def cmd_claims(args) -> int:
             datasets[other] = other_ds
         except (spec.SpecError, C.ClaimError) as err:
             raise UserError(f"{other_results}: {err}") from None
-    pooled = _pool_slices(claims, design, backend, datasets, columns, at_scale, scales)
+    def load_slice(name: str):
+        """Another slice's results beside these, if it has any (not asked for with --also)."""
+        where = Path(args.results).parent / name
+        if not (where / "runs.parquet").exists():
+            return None
+        try:
+            return tables.load(where, design, name, backend, include_flagged=args.include_flagged)
+        except spec.SpecError as err:
+            raise UserError(f"{where}: {err}") from None
+    pooled = _pool_slices(claims, design, backend, datasets, columns, at_scale, scales, load_slice)
     absent = [name for name in absent if name not in pooled]
     # the campaigns at the paper's scale lead, the findings campaigns first among them (a
     # findings campaign judged on its slices' runs before each slice); the manuscript's
@@ -140,18 +149,22 @@ def cmd_claims(args) -> int:
     return 0
 
 
-def _pool_slices(claims, design, backend, datasets, columns, at_scale, scales) -> dict[str, list[str]]:
+def _pool_slices(claims, design, backend, datasets, columns, at_scale, scales, load=None) -> dict[str, list[str]]:
     """A findings campaign with slices (`slice_of`) that have results gets the column of
     its verdicts so far: every finding judged on the runs of all its slices (and its own)
     together, against its whole matrix, so a finding that reads a cell no slice has run
-    holds nowhere. Fills the column in; returns {campaign: the campaigns pooled}."""
+    holds nowhere. A slice not among ``datasets`` is read with ``load(name)`` (None: no
+    results). Fills the column in; returns {campaign: the campaigns pooled}."""
     from tcpeval.analysis import tables
     from tcpeval.report import claims as C
 
     pooled = {}
-    for parent in dict.fromkeys(spec.slice_of(design, name) for name in datasets):
+    for parent in dict.fromkeys(spec.slice_of(design, name) for name in list(datasets)):
         if parent is None:
             continue
+        for name in [parent, *spec.slices(design, parent)]:
+            if name not in datasets and load is not None and (found := load(name)) is not None:
+                datasets[name] = found
         parts = [name for name in [parent, *spec.slices(design, parent)] if name in datasets]
         if parts == [parent]:
             continue
