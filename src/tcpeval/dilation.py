@@ -49,9 +49,9 @@ def parse(value) -> str | int:
 # WINDOW_BOUND_LOSSES / p segments: to get there it must send such a window's worth (twice
 # that in slow start) without a drop, which happens with probability e^-10 or less, and
 # any drop cuts the window. So the most its flows can carry at once is that window per
-# round trip, per flow: for p = 1e-2 at 6.2 ms 1.9 Gbit/s of frames (Reno's mean there is
-# 17 Mbit/s, Scalable's, the fastest of the six, 48 Mbit/s measured), where the paper's
-# link is 9.85. The verdict checks what the flows carried against it (tcpeval.backends.fidelity).
+# round trip, per flow: for p = 1e-2 at 6.2 ms 1.95 Gbit/s of frames (Reno carried 14
+# Mbit/s there, Scalable, the fastest of the six, 43), where the paper's link is 9.85.
+# The verdict checks what the flows carried against it (tcpeval.backends.fidelity).
 WINDOW_BOUND_LOSSES = 10
 
 
