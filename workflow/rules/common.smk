@@ -230,13 +230,15 @@ def figure_subcategory(wildcards):
 # ---- paper.smk: tables, macros, the reproduction check, the manuscript ----------------
 PAPER_OUT = f"{RESULTS}/paper"
 CC_SOURCES = sorted(glob("cc/src/*.c"))
-# The other campaigns of the paper's matrix (those running its first criterion): the
-# reproduction section says which finding holds at which of them, from their tables
-# where they exist (their own `make paper CAMPAIGN=...` builds them).
+# The other campaigns of the paper's matrix (those running its first criterion, and every
+# slice of the findings campaign, whose runs its column pools): the reproduction section
+# says which finding holds at which of them, from their tables where they exist (their
+# own `make paper CAMPAIGN=...` builds them).
 OTHER_CAMPAIGNS = [
     c
     for c in spec.campaign_names(DESIGN)
-    if c != CAMPAIGN and "responsiveness" in spec.criteria_of(DESIGN, c)
+    if c != CAMPAIGN
+    and ("responsiveness" in spec.criteria_of(DESIGN, c) or spec.slice_of(DESIGN, c))
 ]
 VALIDATION_RESULTS = f"{config['results_dir']}/{BACKEND}/validation"
 

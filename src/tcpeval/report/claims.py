@@ -857,9 +857,10 @@ def by_campaign(columns: dict[str, list[Verdict]], absent: list[str], at_scale: 
     tail = ("$^*$ at the paper's scale (its link rate); the others compare fractions of a "
             "slower link. ?: undecided at that campaign's budget.\\par\n")
     for name, parts in (pooled or {}).items():
-        tail += (f"\\texttt{{{escape(name)}}}: its verdicts so far, on the runs of "
+        # ragged: long typewriter names leave a justified line no feasible break
+        tail += (f"{{\\raggedright\\texttt{{{escape(name)}}}: its verdicts so far, on the runs of "
                  + ", ".join(f"\\texttt{{{escape(p)}}}" for p in parts)
-                 + " (a finding that reads a cell none of them has run holds nowhere yet).\\par\n")
+                 + " (a finding that reads a cell none of them has run holds nowhere yet).\\par}\n")
     if absent:
         tail += ("Campaigns without results for this backend: "
                 + ", ".join(f"\\texttt{{{escape(a)}}}" for a in absent) + ".\\par\n")

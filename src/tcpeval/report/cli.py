@@ -141,7 +141,12 @@ def cmd_claims(args) -> int:
     Path(args.out_tex).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out_tex).write_text(C.table(lead, C.scale_note(ds, claims), built=campaign))
     if args.out_campaigns_tex:
-        Path(args.out_campaigns_tex).write_text(C.by_campaign({n: columns[n] for n in order}, absent, scaled,
+        # a slice's verdicts are in its findings campaign's column (the note names the
+        # slices; the scale table keeps a row each): one column a campaign fits the page
+        sliced = {name for parent, parts in pooled.items() for name in parts if name != parent}
+        shown = [n for n in order if n not in sliced]
+        Path(args.out_campaigns_tex).write_text(C.by_campaign({n: columns[n] for n in shown}, absent,
+                                                              [n for n in scaled if n in shown],
                                                               {n: scales[n] for n in order}, pooled))
     if args.out_json:
         Path(args.out_json).write_text(json.dumps([v.__dict__ for v in lead], indent=1) + "\n")
