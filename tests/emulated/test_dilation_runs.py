@@ -79,3 +79,23 @@ def test_a_long_dilated_path_keeps_the_ack_clock(backend, tmp_path):
     assert 1.9 <= acks["receiver_segments_per_ack_steady"] <= 2.5, acks
     assert rec["fidelity"]["verdict"] == "ok", rec["fidelity"]["reasons"]
     assert nothing_left(run_id_of(tmp_path))
+
+
+def test_a_lossy_run_whose_flows_carry_far_less_than_the_link_is_slowed_down_only_for_them(backend, tmp_path):
+    # the paper's link at 24.2 ms and p = 2e-2: one flow carries at most 10 / p = 500
+    # frames a round trip, 0.25 Gbit/s (Reno about 3 Mbit/s); the link alone needs more
+    from tcpeval.backends.emulated import calibrate
+    cond = adhoc_condition(["reno"], 24.2, 2e-2, 10.0, rate_bps=9.85e9, seed=3, dilation="auto")
+    rec = backend.run(cond, tmp_path)
+    mech = rec["mechanisms"]["dilation"]
+    bound = dilation.carried_bound_bps(cond)
+    assert bound == pytest.approx(500 * 1514 * 8 / 0.0242)
+    assert mech["chosen_for"] == {"rate_bps": pytest.approx(bound), "from": "loss bound (dilation.carried_bound_bps)"}
+    cal = backend.calibrate(force=False)
+    for_link = calibrate.choose(cal, flows=1, rtt_ms=24.2, rate_bps=9.85e9, link=rec["mechanisms"]["rate"],
+                                ports=True)[0]
+    assert mech["factor"] < for_link
+    assert rec["fidelity"]["verdict"] == "ok", rec["fidelity"]["reasons"]
+    carried = rec["flows"][0]["summary"]["mean_throughput_bps"] * mech["factor"]
+    assert 0 < carried < 0.1 * bound
+    assert nothing_left(run_id_of(tmp_path))
