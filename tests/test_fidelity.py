@@ -456,8 +456,9 @@ def test_a_link_above_the_hosts_capacity_is_fine_where_loss_bounds_what_the_flow
     # without the bound the configured link is what the host would have to carry
     v = fidelity.verdict(replace(bounded, carried_bound_bps=None), path, host, Flows(interval_bps=[[6e6, 9e6]]))
     assert "rate: configured 9.85 Gbps exceeds what this host carries faithfully (2 Gbps, calibration)" in v["reasons"]
-    # flows that carried more than the bound: the factor was chosen for too little
-    v = fidelity.verdict(bounded, path, host, Flows(interval_bps=[[0.3e9, 0.35e9], [0.2e9]]))
+    # flows that carried more than the bound: the factor was chosen for too little (an
+    # interval without a rate, None, is no sample)
+    v = fidelity.verdict(bounded, path, host, Flows(interval_bps=[[0.3e9, None, 0.35e9], [0.2e9]]))
     assert any(r.startswith("rate: the flows carried up to 0.55 Gbps, more than the 0.5 Gbps") for r in v["reasons"])
     # a bound the host cannot carry either is named as such
     v = fidelity.verdict(replace(bounded, carried_bound_bps=3e9), path, host, Flows(interval_bps=[[8e6]]))

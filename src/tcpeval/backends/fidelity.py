@@ -355,6 +355,15 @@ def marked_share(link_stats: dict | None) -> float:
     return ecn["ce_marked"] / ecn["ect_frames"] if ecn.get("ect_frames") else 0.0
 
 
+def per_flow_rates(interval_bps) -> list[list[float]]:
+    """The receivers' per-interval rates as one list per flow (given so, or as one flat
+    list of a single flow's), intervals without a rate (None) left out."""
+    flows = list(interval_bps or [])
+    if flows and not isinstance(flows[0], (list, tuple)):
+        flows = [flows]
+    return [[r for r in rates if r is not None] for rates in flows]
+
+
 def receiver_rate_check(interval_bps: list, rate_bps: float, held_bytes: float = 0.0,
                         interval_s: float | None = None) -> Finding | None:
     """interval_bps: the receivers' per-interval rates, one list per flow (or one flat
@@ -364,10 +373,9 @@ def receiver_rate_check(interval_bps: list, rate_bps: float, held_bytes: float =
     moving bytes from one interval into the next; the pair's mean does not change."""
     if not rate_bps or not interval_bps:
         return None
-    flows = interval_bps if isinstance(interval_bps[0], (list, tuple)) else [interval_bps]
+    flows = per_flow_rates(interval_bps)
     spans = []
     for rates in flows:
-        rates = [r for r in rates if r is not None]
         spans += [(sum(pair) / 2, 2) for pair in zip(rates, rates[1:])] if len(rates) > 1 else \
             [(r, 1) for r in rates]
     over = []
@@ -377,7 +385,7 @@ def receiver_rate_check(interval_bps: list, rate_bps: float, held_bytes: float =
         if mean > limit:
             over.append(mean)
     if over:
-        top = max(r for rates in flows for r in rates if r is not None)
+        top = max(r for rates in flows for r in rates)
         held = f" plus what a receiver holds at once ({held_bytes / 1e6:.3g} MB)" if held_bytes else ""
         return Finding("receiver rate", f"{len(over)} pair(s) of adjacent intervals averaging up to "
                                         f"{max(over) / 1e9:.3g} Gbps (one interval up to {top / 1e9:.3g}), above "
@@ -564,10 +572,7 @@ def _rtt_reasons(setting_ms: float, base_ms: float | None, rtt_ms: float | None,
 def _peak_carried_bps(interval_bps) -> float | None:
     """The most the flows carried together in a sampling interval, at most: the sum of
     each flow's highest interval rate (None without samples)."""
-    flows = list(interval_bps or [])
-    if flows and not isinstance(flows[0], (list, tuple)):
-        flows = [flows]                           # one flow's samples, flat
-    peaks = [max(samples) for samples in flows if len(samples)]
+    peaks = [max(rates) for rates in per_flow_rates(interval_bps) if rates]
     return float(sum(peaks)) if peaks else None
 
 
