@@ -104,24 +104,8 @@ def cmd_claims(args) -> int:
         verdicts = C.check_all(claims, ds, spec.not_run(design, campaign))
     except (OSError, C.ClaimError) as err:
         raise UserError(str(err)) from None
-    # the other campaigns' verdicts (--also), where they have results
-    columns, absent, at_scale = {campaign: verdicts}, [], {campaign: C.at_paper_scale(ds, claims)}
-    scales, datasets = {campaign: C.campaign_scale(ds)}, {campaign: ds}
-    for other in args.also or []:
-        other_results = Path(args.results).parent / other
-        if not (other_results / "runs.parquet").exists():
-            absent.append(other)
-            continue
-        try:
-            other_ds = tables.load(other_results, design, other, backend, include_flagged=args.include_flagged)
-            columns[other] = C.check_all(claims, other_ds, spec.not_run(design, other))
-            at_scale[other] = C.at_paper_scale(other_ds, claims)
-            scales[other] = C.campaign_scale(other_ds)
-            datasets[other] = other_ds
-        except (spec.SpecError, C.ClaimError) as err:
-            raise UserError(f"{other_results}: {err}") from None
-    def load_slice(name: str):
-        """Another slice's results beside these, if it has any (not asked for with --also)."""
+    def load(name: str):
+        """Another campaign's results beside these (None where it has none)."""
         where = Path(args.results).parent / name
         if not (where / "runs.parquet").exists():
             return None
@@ -129,7 +113,24 @@ def cmd_claims(args) -> int:
             return tables.load(where, design, name, backend, include_flagged=args.include_flagged)
         except spec.SpecError as err:
             raise UserError(f"{where}: {err}") from None
-    pooled = _pool_slices(claims, design, backend, datasets, columns, at_scale, scales, load_slice)
+
+    # the other campaigns' verdicts (--also), where they have results
+    columns, absent, at_scale = {campaign: verdicts}, [], {campaign: C.at_paper_scale(ds, claims)}
+    scales, datasets = {campaign: C.campaign_scale(ds)}, {campaign: ds}
+    for other in args.also or []:
+        other_ds = load(other)
+        if other_ds is None:
+            absent.append(other)
+            continue
+        try:
+            columns[other] = C.check_all(claims, other_ds, spec.not_run(design, other))
+        except C.ClaimError as err:
+            raise UserError(f"{Path(args.results).parent / other}: {err}") from None
+        at_scale[other] = C.at_paper_scale(other_ds, claims)
+        scales[other] = C.campaign_scale(other_ds)
+        datasets[other] = other_ds
+    # and the slices of a findings campaign found beside them, judged together
+    pooled = _pool_slices(claims, design, backend, datasets, columns, at_scale, scales, load)
     absent = [name for name in absent if name not in pooled]
     # the campaigns at the paper's scale lead, the findings campaigns first among them (a
     # findings campaign judged on its slices' runs before each slice); the manuscript's
@@ -167,10 +168,11 @@ def _pool_slices(claims, design, backend, datasets, columns, at_scale, scales, l
     for parent in dict.fromkeys(spec.slice_of(design, name) for name in list(datasets)):
         if parent is None:
             continue
-        for name in [parent, *spec.slices(design, parent)]:
+        family = [parent, *spec.slices(design, parent)]
+        for name in family:
             if name not in datasets and load is not None and (found := load(name)) is not None:
                 datasets[name] = found
-        parts = [name for name in [parent, *spec.slices(design, parent)] if name in datasets]
+        parts = [name for name in family if name in datasets]
         if parts == [parent]:
             continue
         ds = tables.pool([datasets[name] for name in parts], tables.expected_runs(design, parent, backend))
