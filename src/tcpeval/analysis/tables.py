@@ -102,7 +102,7 @@ def cell_keys(df: pd.DataFrame) -> pd.Series:
     runs of one condition in different campaigns (a findings campaign's slices) share."""
     if df.empty:
         return pd.Series([], dtype=object)
-    return pd.Series(list(zip(df["criterion"], df["variant"], df["second"].fillna("").replace({None: ""}),
+    return pd.Series(list(zip(df["criterion"], df["variant"], df["second"].fillna(""),
                               df["rtt_ms"].astype(float).round(6), df["drop"].astype(float))), index=df.index)
 
 
