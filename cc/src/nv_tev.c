@@ -8,11 +8,12 @@
  * sample (EWMA, new sample weight rtt_factor/256) of the current period and the one
  * before; at the end of a period (the first after 2 s, then every reset_period seconds
  * jittered to [3/4, 5/4) of it) the minimum restarts from the period just ended, so that
- * a path whose propagation delay grew is learnt again. Once per round trip (the
+ * a path whose propagation delay grew is learnt again (and, as in Linux, a flow that never
+ * drains its own pad takes it into the next period's minimum: a base RTT prevents that). Once per round trip (the
  * cumulative ACK passing the snd_nxt of the round's start) it takes the rate the round
- * achieved (segments delivered / the round's duration) and the window that rate needed
- * at the minimum RTT, cwnd_by_slope = rate x min RTT (of the highest rate since the last
- * decision); the segments in flight beyond it are the queue this flow keeps. With
+ * achieved (segments delivered / the round's duration) and the window the highest rate
+ * since the last decision needs at the current minimum RTT, cwnd_by_slope = max rate x
+ * min RTT; the segments in flight beyond it are the queue this flow keeps. With
  * enough evidence since the last decision (at least rtt_min_cnt rounds and
  * dec_eval_min_calls RTT samples, or ssthresh_eval_min_calls in slow start) a queue
  * above pad packets is congestion: ssthresh = max_win
@@ -40,7 +41,10 @@
  *   was sent over the averaged RTT, maxed over the evaluation, and compared with the
  *   current cwnd. Ours measures each round's achieved rate (tp->delivered over the
  *   round's duration, the same on every target), keeps the highest since the last
- *   decision as Linux does, and compares its cwnd_by_slope with the segments in flight
+ *   decision as Linux does (the rate, not the window it gave: a minimum that a period's
+ *   end lowered applies at once, as in Linux; a window kept from the old minimum held a
+ *   standing queue that sat between the two thresholds for as long as the run), and
+ *   compares its cwnd_by_slope with the segments in flight
  *   when the round just ended began -- the window the round carried -- so that slow
  *   start's doubling within a round is not taken for a queue. The decrease is then
  *   applied to the current cwnd as Linux does.
@@ -75,6 +79,7 @@ CC_LOAD_PARAM(base_rtt_us);
 #define NV_FIRST_RESET_S 2           /* the first restart of the minimum, s after init */
 #define NV_NO_RTT 0xffffffffU        /* no minimum yet */
 #define NV_MAX_SLOWDOWN 8            /* after losses growth is at most 2^8 times slower */
+#define NV_RATE_SHIFT 20             /* rates in segments per us, 20 fractional bits */
 CC_STATIC_ASSERT(rtt_factor >= 0 && rtt_factor <= 256, "rtt_factor out of range");
 CC_STATIC_ASSERT((int)pad_buffer <= (int)pad, "pad_buffer above pad");
 
@@ -90,7 +95,7 @@ struct nv_tev {
 	u32 round_delivered; /* tp->delivered when it began */
 	u32 round_flight;    /* segments in flight when it began */
 	u32 queue;           /* the queue the last round showed, in segments */
-	u32 max_slope;       /* the largest cwnd_by_slope since the last decision */
+	u32 max_rate;        /* the highest round rate since the last decision (NV_RATE_SHIFT) */
 	s32 growth_factor;   /* < 0: growth 2^f times Reno's; > 0: faster */
 	u8 eval_calls;       /* RTT samples since the last decision (to 255) */
 	u8 rtt_cnt;          /* rounds since the last decision (to 255) */
@@ -111,7 +116,7 @@ CC_INLINE void nv_tev_reset(struct nv_tev *ca)
 	ca->rtt_cnt = 0;
 	ca->eval_calls = 0;
 	ca->avg_rtt = 0;
-	ca->max_slope = 0;
+	ca->max_rate = 0;
 	ca->queue = 0;
 	ca->round_open = 0;
 }
@@ -152,10 +157,10 @@ CC_INLINE u32 nv_tev_bounded(struct nv_tev *ca, u32 rtt)
 	return rtt;
 }
 
-/* The decision at the end of a round, from the queue it showed. */
-CC_INLINE void nv_tev_decide(struct tcp_sock *tp, struct nv_tev *ca)
+/* The decision at the end of a round, from the queue it showed beyond cwnd_by_slope. */
+CC_INLINE void nv_tev_decide(struct tcp_sock *tp, struct nv_tev *ca, u32 cwnd_by_slope)
 {
-	u32 max_win = ca->max_slope + pad;
+	u32 max_win = cwnd_by_slope + pad;
 	u32 cwnd = tp->snd_cwnd;
 
 	if (ca->queue > pad) {
@@ -200,7 +205,7 @@ CC_INLINE void nv_tev_decide(struct tcp_sock *tp, struct nv_tev *ca)
 	}
 	ca->eval_calls = 0;
 	ca->rtt_cnt = 0;
-	ca->max_slope = 0;
+	ca->max_rate = 0;
 	if (tp->snd_cwnd < min_cwnd)
 		CC_SET_CWND(tp, min_cwnd);
 }
@@ -211,7 +216,8 @@ CC_INLINE void nv_tev_round(struct sock *sk, struct nv_tev *ca)
 {
 	struct tcp_sock *tp = cc_tp(sk);
 	u32 now = (u32)cc_us(sk);
-	u32 elapsed, delivered, slope;
+	u32 elapsed, delivered, rate, slope;
+	cc_u64 rate64;
 
 	if (ca->round_open) {
 		if (cc_after(ca->round_end, tp->snd_una))
@@ -221,11 +227,13 @@ CC_INLINE void nv_tev_round(struct sock *sk, struct nv_tev *ca)
 		elapsed = now - ca->round_start_us;
 		delivered = tp->delivered - ca->round_delivered;
 		if (elapsed && ca->round_flight && ca->min_rtt != NV_NO_RTT) {
-			/* the window the achieved rate needs at the minimum RTT */
-			slope = (u32)cc_div64((cc_u64)delivered * ca->min_rtt, elapsed);
-			ca->max_slope = cc_max(ca->max_slope, slope);
-			ca->queue = ca->round_flight > ca->max_slope ? ca->round_flight - ca->max_slope : 0;
-			nv_tev_decide(tp, ca);
+			/* the window the highest rate needs at the minimum RTT */
+			rate64 = cc_div64((cc_u64)delivered << NV_RATE_SHIFT, elapsed);
+			rate = rate64 > 0xffffffffULL ? 0xffffffffU : (u32)rate64;
+			ca->max_rate = cc_max(ca->max_rate, rate);
+			slope = (u32)(((cc_u64)ca->max_rate * ca->min_rtt) >> NV_RATE_SHIFT);
+			ca->queue = ca->round_flight > slope ? ca->round_flight - slope : 0;
+			nv_tev_decide(tp, ca, slope);
 		}
 	}
 	ca->round_open = 1;

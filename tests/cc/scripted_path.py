@@ -196,7 +196,7 @@ class NvTev(C.Structure):  # struct nv_tev in cc/src/nv_tev.c: sim.ca(NvTev)
                 ("avg_rtt", C.c_uint32), ("base_rtt", C.c_uint32), ("lower_bound_rtt", C.c_uint32),
                 ("round_end", C.c_uint32), ("round_start_us", C.c_uint32),
                 ("round_delivered", C.c_uint32), ("round_flight", C.c_uint32), ("queue", C.c_uint32),
-                ("queue_slope", C.c_uint32), ("growth_factor", C.c_int32), ("eval_calls", C.c_uint8),
+                ("max_rate", C.c_uint32), ("growth_factor", C.c_int32), ("eval_calls", C.c_uint8),
                 ("rtt_cnt", C.c_uint8), ("allow_growth", C.c_uint8), ("reset_pending", C.c_uint8),
                 ("no_cong_cnt", C.c_uint8), ("round_open", C.c_uint8), ("_pad", C.c_uint8 * 2)]
     NO_RTT = 0xFFFFFFFF

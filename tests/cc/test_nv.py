@@ -234,3 +234,28 @@ def test_the_minimum_rtt_restarts_each_period(host_build):
     assert ca.min_rtt == 10_000
     run_until(2 + 5 * 1.25 + 0.4, 30_000)
     assert abs(ca.min_rtt - 30_000) <= 1
+
+
+def test_a_minimum_lowered_at_a_periods_end_drains_the_queue_at_once(host_build):
+    """Slow start overshoots a one-BDP buffer to a loss; back in Open NV takes the first
+    sample -- the queue the halved window still holds -- for its minimum (Linux's NV does
+    the same). The first period's end brings back the base RTT, which slow start's early
+    rounds saw; from then on the highest rate since the last decision needs only the BDP,
+    and NV drains to its pad. (Keeping the window that rate gave at the old minimum, as this
+    port once did, left the queue between NV's two thresholds for as long as a run.)"""
+    c_pkts, base_us = 83, 2000
+    path = ScriptedPath(host_build, "nv", rate_bps=c_pkts * WIRE_MSS * 8 / (base_us / 1e6),
+                        rtt_us=base_us, p=0, buffer_segments=c_pkts, seq_bytes=True)
+    ca = path.sim.ca(NvTev)
+    t0, rounds = path.sim.sk.tcp_mstamp, []
+    while path.sim.sk.tcp_mstamp - t0 < 1.9e6:           # before the first period ends (2 s)
+        rounds.append(path.round()[:2])
+    assert path.reductions >= 1 and ca.min_rtt > base_us * 1.3      # a loss, then a queue's RTT
+    assert min(cwnd for cwnd, _ in rounds[-100:]) > c_pkts + 2 * PAD
+    losses = path.reductions
+    while path.sim.sk.tcp_mstamp - t0 < 3.5e6:           # the first period ended at 2 s
+        rounds.append(path.round()[:2])
+    assert ca.min_rtt == base_us and path.reductions == losses      # drained without a loss
+    settled = rounds[-100:]     # its pad and a few packets more (the old window: 49 more)
+    assert all(c_pkts + PAD - 2 <= cwnd <= c_pkts + PAD + 5 for cwnd, _ in settled), settled
+    assert all(dur <= base_us * (c_pkts + PAD + 5) / c_pkts for _, dur in settled)
