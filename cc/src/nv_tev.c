@@ -9,11 +9,12 @@
  * before; at the end of a period (the first after 2 s, then every reset_period seconds
  * jittered to [3/4, 5/4) of it) the minimum restarts from the period just ended, so that
  * a path whose propagation delay grew is learnt again (and, as in Linux, a flow that never
- * drains its own pad takes it into the next period's minimum: a base RTT prevents that). Once per round trip (the
- * cumulative ACK passing the snd_nxt of the round's start) it takes the rate the round
- * achieved (segments delivered / the round's duration) and the window the highest rate
- * since the last decision needs at the current minimum RTT, cwnd_by_slope = max rate x
- * min RTT; the segments in flight beyond it are the queue this flow keeps. With
+ * drains its own pad takes it into the next period's minimum: a base RTT prevents that).
+ * Once per round trip (the cumulative ACK passing the snd_nxt of the round's start) it
+ * takes the rate the round achieved (segments delivered / the round's duration) and the
+ * window the highest rate since the last decision needs at the current minimum RTT,
+ * cwnd_by_slope = max rate x min RTT; the segments in flight beyond it are the queue
+ * this flow keeps. With
  * enough evidence since the last decision (at least rtt_min_cnt rounds and
  * dec_eval_min_calls RTT samples, or ssthresh_eval_min_calls in slow start) a queue
  * above pad packets is congestion: ssthresh = max_win
