@@ -568,21 +568,29 @@ def test_a_findings_campaign_is_judged_on_all_its_slices_runs_against_its_whole_
 
 def test_a_cell_without_an_interval_counts_with_its_metrics_whole_range_in_a_comparison_of_means():
     """Jain's index of two flows lies in [0.5, 1]: a cell whose one run has no interval is
-    bounded by that range, added in full to the mean's half-width (its worst case)."""
-    rows = [dict(criterion="fairness", variant=v, second=v, rtt_ms=6.2, drop=0.0, n=1, n_flows=2,
-                 jain=j, jain_hw=h) for v, j, h in (("bic", 0.98, 0.01), ("cubic", 0.99, float("nan")))]
-    rows += [dict(criterion="compatibility", variant=v, second="reno", rtt_ms=6.2, drop=0.0, n=1, n_flows=2,
-                  jain=j, jain_hw=h) for v, j, h in (("bic", 0.55, 0.02), ("cubic", 0.60, float("nan")))]
+    bounded by that range, added in full to the mean's half-width and to the difference's
+    (its worst case: the bounds of both sides are not independent errors to add in quadrature)."""
+    def cells(fair, compat):
+        rows = [dict(criterion="fairness", variant=v, second=v, rtt_ms=6.2, drop=0.0, n=1, n_flows=2,
+                     jain=j, jain_hw=h) for v, j, h in fair]
+        return pd.DataFrame(rows + [dict(criterion="compatibility", variant=v, second="reno", rtt_ms=6.2,
+                                         drop=0.0, n=1, n_flows=2, jain=j, jain_hw=h) for v, j, h in compat])
+    nan = float("nan")
     check = {"type": "greater", "metric": "jain", "where": {"rtt_ms": 6.2},
              "a": {"criterion": "fairness"}, "b": {"criterion": "compatibility"}}
-    verdict, text = C.evaluate(_claim(check), pd.DataFrame(rows))
-    # fairness 0.985 +- (0.01 + 0.49) / 2 = 0.25; compatibility 0.575 +- (0.02 + 0.40) / 2 = 0.21;
-    # the difference 0.41 +- hypot(0.25, 0.21) = 0.33: clear of 0
-    assert verdict == C.HOLDS, text
+    # two cells a side: fairness 0.985 +- (0.01 + 0.49) / 2 = 0.25, compatibility 0.575 +-
+    # (0.02 + 0.40) / 2 = 0.21; the difference 0.41 +- hypot(0.005, 0.01) + 0.245 + 0.20 = 0.456
+    two = cells([("bic", 0.98, 0.01), ("cubic", 0.99, nan)], [("bic", 0.55, 0.02), ("cubic", 0.60, nan)])
+    verdict, text = C.evaluate(_claim(check), two)
+    assert verdict == C.UNDECIDED, text          # in quadrature (+- 0.33) it would have held
     assert "0.985\\,$\\pm$\\,0.250 vs 0.575\\,$\\pm$\\,0.210" in text
-    # closer means stay undecided: 0.84 +- 0.155 vs 0.70 +- 0.21
-    rows[1]["jain"], rows[2]["jain"] = 0.7, 0.8
-    assert C.evaluate(_claim(check), pd.DataFrame(rows))[0] == C.UNDECIDED
+    # four a side, one without an interval each: 0.98 +- 0.0043 + 0.1225 vs 0.575 +- 0.0087 +
+    # 0.10; the difference 0.405 +- 0.0097 + 0.2225 = 0.232: clear of 0
+    four = cells([("bic", 0.98, 0.01), ("cubic", 0.99, nan), ("htcp", 0.97, 0.01), ("scalable", 0.98, 0.01)],
+                 [("bic", 0.55, 0.02), ("cubic", 0.60, nan), ("htcp", 0.60, 0.02), ("scalable", 0.55, 0.02)])
+    verdict, text = C.evaluate(_claim(check), four)
+    assert verdict == C.HOLDS, text
+    assert "0.980\\,$\\pm$\\,0.127 vs 0.575\\,$\\pm$\\,0.109" in text
     # a metric without a natural range keeps an unknown interval unknown
     est = C._estimates(pd.DataFrame([{"mean_gbps": 4.0, "mean_gbps_hw": float("nan")}]), "mean_gbps")[0]
-    assert est.hw == float("inf") and not est.bound
+    assert est.hw == float("inf") and est.worst == 0.0

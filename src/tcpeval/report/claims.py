@@ -193,19 +193,24 @@ def pooled_half_width(values: np.ndarray, within_hw: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A value and its 95 % interval [lo, hi] (unbounded when unknown); `bound`: hw is no
-    interval but the metric's own range about the value (where the interval is unknown)."""
+    """A value and its interval [lo, hi]: a 95 % half-width `hw` (inf when unknown) and
+    `worst`, a certain bound on top of it (the metric's own range about the value, where a
+    cell has no interval), which sums and differences add in full, never in quadrature."""
     value: float
     hw: float
-    bound: bool = False
+    worst: float = 0.0
+
+    @property
+    def half(self) -> float:
+        return self.hw + self.worst
 
     @property
     def lo(self) -> float:
-        return self.value - self.hw
+        return self.value - self.half
 
     @property
     def hi(self) -> float:
-        return self.value + self.hw
+        return self.value + self.half
 
 
 # Metrics whose value cannot leave a range, whatever the run: Jain's index of n flows lies
@@ -223,7 +228,7 @@ def _estimates(sel: pd.DataFrame, metric: str) -> list[Estimate]:
         v, h = float(v), float(h)
         if not np.isfinite(h) and metric in METRIC_RANGE:
             lo, hi = METRIC_RANGE[metric](int(n))
-            out.append(Estimate(v, max(v - lo, hi - v, 0.0), bound=True))
+            out.append(Estimate(v, 0.0, worst=max(v - lo, hi - v, 0.0)))
         else:
             out.append(Estimate(v, h))
     return out
@@ -233,9 +238,8 @@ def _mean_of(ests: list[Estimate]) -> Estimate:
     """The mean of independent estimates: the intervals' half-widths combined in quadrature,
     the range bounds of those without one added in full (their worst case)."""
     m = len(ests)
-    stat = float(np.sqrt(sum(e.hw ** 2 for e in ests if not e.bound)))
-    worst = sum(e.hw for e in ests if e.bound)
-    return Estimate(sum(e.value for e in ests) / m, (stat + worst) / m, bound=worst > 0)
+    return Estimate(sum(e.value for e in ests) / m, float(np.sqrt(sum(e.hw ** 2 for e in ests))) / m,
+                    sum(e.worst for e in ests) / m)
 
 
 # beyond this many repetitions a cell, an undecided verdict's note calls the figures too
@@ -313,7 +317,7 @@ def _fmt(metric: str, v: float, hw: float | None = None) -> str:
 
 
 def _fmt_est(metric: str, e: Estimate) -> str:
-    return _fmt(metric, e.value, e.hw)
+    return _fmt(metric, e.value, e.half)
 
 
 def _label_cell(row) -> str:
@@ -401,7 +405,7 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
             passed = [_threshold_passes(kind, e, t) for e in ests]
         vals = np.array([e.value for e in ests])
         needs = [reps_to_decide(min(abs(e.value - t) for t in ((lo, hi) if kind == "between" else (t,))),
-                                e.hw, int(n)) for e, n, p in zip(ests, sel["n"], passed) if p is None]
+                                e.half, int(n)) for e, n, p in zip(ests, sel["n"], passed) if p is None]
         worst = int(np.argmin(vals)) if kind in ("at_least", "above", "between") else int(np.argmax(vals))
         text = f"{len(ests)} cell(s), " + (_fmt_est(metric, ests[0]) if len(ests) == 1 else
                                           f"{_fmt(metric, vals.min())} to {_fmt(metric, vals.max())}; "
@@ -429,7 +433,7 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
                 first, second = (order[-1], order[-2]) if kind == "best" else (order[0], order[1])
                 ests = _estimates(g, metric)
                 needs.append(reps_to_decide(abs(ests[first].value - ests[second].value),
-                                            float(np.hypot(ests[first].hw, ests[second].hw)),
+                                            float(np.hypot(ests[first].half, ests[second].half)),
                                             int(min(g["n"].iloc[first], g["n"].iloc[second]))))
             where = f" at {top['rtt_ms']:g}\\,ms" if "rtt_ms" in per else ""
             texts.append(f"{kind}{where}: {T.label(top['variant'])} ({_fmt_est(metric, top_est)}"
@@ -445,20 +449,20 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
         if len(a) < min_cells or len(b) < min_cells:
             return NODATA, f"cells present: {len(a)} and {len(b)}"
         ea, eb = _mean_of(_estimates(a, metric)), _mean_of(_estimates(b, metric))
-        diff = Estimate(ea.value - eb.value, float(np.hypot(ea.hw, eb.hw)))
+        diff = Estimate(ea.value - eb.value, float(np.hypot(ea.hw, eb.hw)), ea.worst + eb.worst)
         text = f"{_fmt_est(metric, ea)} vs {_fmt_est(metric, eb)}"
         n = int(min(a["n"].min(), b["n"].min()))
         if kind == "greater":
             verdict = _decide([True if diff.lo > 0 else False if diff.hi <= 0 else None])
-            return verdict, text + (_reps_note([reps_to_decide(abs(diff.value), diff.hw, n)])
+            return verdict, text + (_reps_note([reps_to_decide(abs(diff.value), diff.half, n)])
                                     if verdict == UNDECIDED and reps_note else "")
         scale = max(abs(ea.value), abs(eb.value))
         tol = float(check["tolerance"])
         if scale == 0:
             return HOLDS, f"{text} (0.0\\,\\% apart)"
-        gap_lo, gap_hi = max(0.0, abs(diff.value) - diff.hw) / scale, (abs(diff.value) + diff.hw) / scale
+        gap_lo, gap_hi = max(0.0, abs(diff.value) - diff.half) / scale, (abs(diff.value) + diff.half) / scale
         passed = True if gap_hi <= tol else False if gap_lo > tol else None
-        note = _reps_note([reps_to_decide(abs(abs(diff.value) - tol * scale), diff.hw, n)]) if passed is None and reps_note else ""
+        note = _reps_note([reps_to_decide(abs(abs(diff.value) - tol * scale), diff.half, n)]) if passed is None and reps_note else ""
         return _decide([passed]), f"{text} ({100 * abs(diff.value) / scale:.1f}\\,\\% apart){note}"
 
     if kind == "within":
