@@ -24,7 +24,7 @@ RAW_DIR := $(call config_arg,raw_dir,data/raw)
 
 help:
 	@echo "make paper  [CAMPAIGN=smoke|quick|paper] [BACKEND=emulated|testbed]  runs -> paper/main.pdf"
-	@echo "make findings [FINDINGS=findings|findings-short-rtt|findings-long-rtt-{responsiveness,pairs,convergence}]  the cells the published findings read (or a slice of them), on the paper's link, then the paper"
+	@echo "make findings [FINDINGS=findings|findings-short-rtt|findings-long-rtt-{responsiveness,pairs,convergence}|findings-low-loss]  the cells the published findings read (or a slice of them), on the paper's link, then the paper"
 	@echo "make validation                the validation campaign (Reno vs Mathis model, ~4 h), then the paper"
 	@echo "make calibrate                 measure what this host carries faithfully, unless cached (~20 min; the first run does it otherwise)"
 	@echo "make test                      the default test suite (well under 30 min once calibrated)"

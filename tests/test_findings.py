@@ -64,6 +64,27 @@ def test_the_findings_campaign_runs_exactly_the_cells_the_claims_read(design):
     assert all(c["needed_s"] > c["max_s"] for c in spec.not_run(design, "findings"))
 
 
+def test_the_low_loss_slice_runs_exactly_the_cells_the_others_leave_out_for_at_most_max_s(design):
+    """findings-low-loss caps, rather than skips, the cells beyond max_s: together the
+    slices leave no cell of the findings unplanned, and run none of them twice."""
+    unrun = {spec.cell_key(c) for c in spec.not_run(design, "findings")}
+    low = spec.expand(design, "findings-low-loss")
+    first = [r for r in low if r.rep == 1]
+    assert {spec.cell_key(spec.cell_of(r)) for r in first} == unrun and len(first) == len(unrun) == 14
+    assert {r.duration_s for r in low} == {300.0} and {r.stop.max_s for r in low} == {300.0}
+    extra, nowhere = spec.family_cells(design, "findings")
+    assert {spec.cell_key(spec.cell_of(r)) for r in extra} == unrun and nowhere == []
+    # the other slices run only cells of the campaign's own, each in one slice
+    others = [name for name in spec.slices(design, "findings") if name != "findings-low-loss"]
+    own = [spec.cell_key(spec.cell_of(r)) for name in others for r in spec.expand(design, name) if r.rep == 1]
+    assert len(own) == len(set(own)) and set(own) == {spec.cell_key(spec.cell_of(r))
+                                                      for r in spec.expand(design, "findings") if r.rep == 1}
+    # without the slice, the cells are nowhere run again
+    alone = copy.deepcopy(design)
+    del alone["campaigns"]["findings-low-loss"]
+    assert {spec.cell_key(c) for c in spec.family_cells(alone, "findings")[1]} == unrun
+
+
 def test_a_findings_file_that_does_not_load_or_names_an_unknown_criterion_is_refused(design):
     broken = copy.deepcopy(design)
     broken["campaigns"]["findings"]["cells_from_claims"] = "paper/no-such-claims.yaml"

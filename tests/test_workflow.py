@@ -85,7 +85,7 @@ def test_invalid_config_value_stops_before_any_job():
 def test_unknown_campaign_stops_with_allowed_values():
     code, out = dry_run("--config", "campaign=full")
     assert code != 0
-    assert "unknown campaign 'full'" in out and "paper, findings, findings-short-rtt, findings-long-rtt-responsiveness, findings-long-rtt-pairs, findings-long-rtt-convergence, quick, validation, dilation, dilation-quick, dilation-long, stopping, stopping-quick, smoke" in out
+    assert "unknown campaign 'full'" in out and "paper, findings, findings-short-rtt, findings-long-rtt-responsiveness, findings-long-rtt-pairs, findings-long-rtt-convergence, findings-low-loss, quick, validation, dilation, dilation-quick, dilation-long, stopping, stopping-quick, smoke" in out
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")

@@ -475,6 +475,23 @@ def not_run(design: dict, campaign: str) -> list[dict]:
     return out
 
 
+def cell_key(cell: dict) -> tuple:
+    """A cell (_cell, not_run) as a hashable key: criterion, variant, second, RTT, drop."""
+    return (cell["criterion"], cell["variant"], cell["second"], round(cell["rtt_ms"], 6), cell["drop"])
+
+
+def family_cells(design: dict, campaign: str, backend: str = "emulated") -> tuple[list[Condition], list[dict]]:
+    """A findings campaign and its slices as one matrix: the runs of the slices in cells
+    that the campaign itself leaves out (a slice whose rule caps, rather than skips, the
+    cells beyond max_s: findings-low-loss), and the cells that neither it nor any slice
+    runs (its not_run less those)."""
+    own = {cell_key(cell_of(run)) for run in expand(design, campaign, backend)}
+    extra = [run for name in slices(design, campaign) for run in expand(design, name, backend)
+             if cell_key(cell_of(run)) not in own]
+    ran = {cell_key(cell_of(run)) for run in extra}
+    return extra, [cell for cell in not_run(design, campaign) if cell_key(cell) not in ran]
+
+
 def _render(template: str, values: dict[str, str]) -> str:
     # Values may themselves be templates ("second: '{variant}'"): render to a fixed point.
     for _ in range(4):

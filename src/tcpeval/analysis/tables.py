@@ -29,10 +29,12 @@ def pairing_label(variant: str, second: str | None) -> str:
     return label(variant) if not second else f"{label(variant)}/{label(second)}"
 
 
-def expected_runs(design: dict, campaign: str, backend: str) -> pd.DataFrame:
-    """The campaign's matrix: one row per run the design asks for."""
+def expected_runs(design: dict, campaign: str, backend: str, family: bool = False) -> pd.DataFrame:
+    """The campaign's matrix: one row per run the design asks for; with ``family``, also
+    the runs of its slices in cells it leaves out itself (spec.family_cells)."""
     rows = []
-    for c in spec.expand(design, campaign, backend):
+    extra = spec.family_cells(design, campaign, backend)[0] if family else []
+    for c in [*spec.expand(design, campaign, backend), *extra]:
         rows.append({"run": paths.run_dir(c, raw_dir="."), "criterion": c.criterion,
                      "variant": c.flows[0].variant,
                      "second": c.flows[1].variant if len(c.flows) > 1 else None,

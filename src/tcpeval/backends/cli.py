@@ -345,11 +345,16 @@ def cmd_plan(args) -> int:
     unrun = spec.not_run(design, args.campaign)
     if unrun:
         print(f"  planned, not run: {len(unrun)} cell(s) whose run-length rule needs more than its max_s "
-              "(the claims that read them are undecided at this budget):")
+              "(the claims that read them are undecided at this budget, unless a slice runs them capped):")
+        # a slice may run them after all (findings-low-loss: each for at most max_s)
+        in_slice = {spec.cell_key(spec.cell_of(run)): run.campaign
+                    for run in spec.family_cells(design, args.campaign, args.backend)[0]}
         for c in unrun:
             pair = c["variant"] + (f"+{c['second']}" if c["second"] else "")
+            where = in_slice.get(spec.cell_key(c))
             print(f"    {c['criterion']} {pair} rtt {c['rtt_ms']:g} ms drop {c['drop']:g}: "
-                  f"needs {c['needed_s'] / 60:.0f} min, max {c['max_s'] / 60:.0f}")
+                  f"needs {c['needed_s'] / 60:.0f} min, max {c['max_s'] / 60:.0f}"
+                  + (f"; slice {where} runs it capped" if where else ""))
     return 0
 
 

@@ -175,8 +175,8 @@ def _pool_slices(claims, design, backend, datasets, columns, at_scale, scales, l
         parts = [name for name in family if name in datasets]
         if parts == [parent]:
             continue
-        ds = tables.pool([datasets[name] for name in parts], tables.expected_runs(design, parent, backend))
-        columns[parent] = C.check_all(claims, ds, spec.not_run(design, parent))
+        ds = tables.pool([datasets[name] for name in parts], tables.expected_runs(design, parent, backend, family=True))
+        columns[parent] = C.check_all(claims, ds, spec.family_cells(design, parent, backend)[1])
         at_scale[parent] = C.at_paper_scale(ds, claims)
         scales[parent] = C.campaign_scale(ds)
         pooled[parent] = parts
