@@ -5,6 +5,7 @@ gathered runs table and the design -- never typed in.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pandas as pd
 
 from tcpeval import paths, spec
 from tcpeval.analysis import tidy
+from tcpeval.condition import Condition
 
 VARIANT_LABELS = {"reno": "Reno", "scalable": "Scalable", "highspeed": "HS-TCP",
                   "htcp": "H-TCP", "bic": "BIC", "cubic": "CUBIC"}
@@ -29,12 +31,11 @@ def pairing_label(variant: str, second: str | None) -> str:
     return label(variant) if not second else f"{label(variant)}/{label(second)}"
 
 
-def expected_runs(design: dict, campaign: str, backend: str, family: bool = False) -> pd.DataFrame:
-    """The campaign's matrix: one row per run the design asks for; with ``family``, also
-    the runs of its slices in cells it leaves out itself (spec.family_cells)."""
+def expected_runs(design: dict, campaign: str, backend: str, also: Iterable[Condition] = ()) -> pd.DataFrame:
+    """The campaign's matrix: one row per run the design asks for, and per run in ``also``
+    (a findings campaign's slices' runs in cells it leaves out itself: spec.family_cells)."""
     rows = []
-    extra = spec.family_cells(design, campaign, backend)[0] if family else []
-    for c in [*spec.expand(design, campaign, backend), *extra]:
+    for c in [*spec.expand(design, campaign, backend), *also]:
         rows.append({"run": paths.run_dir(c, raw_dir="."), "criterion": c.criterion,
                      "variant": c.flows[0].variant,
                      "second": c.flows[1].variant if len(c.flows) > 1 else None,

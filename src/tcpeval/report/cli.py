@@ -175,8 +175,9 @@ def _pool_slices(claims, design, backend, datasets, columns, at_scale, scales, l
         parts = [name for name in family if name in datasets]
         if parts == [parent]:
             continue
-        ds = tables.pool([datasets[name] for name in parts], tables.expected_runs(design, parent, backend, family=True))
-        columns[parent] = C.check_all(claims, ds, spec.family_cells(design, parent, backend)[1])
+        in_slices, nowhere = spec.family_cells(design, parent, backend)
+        ds = tables.pool([datasets[name] for name in parts], tables.expected_runs(design, parent, backend, also=in_slices))
+        columns[parent] = C.check_all(claims, ds, nowhere)
         at_scale[parent] = C.at_paper_scale(ds, claims)
         scales[parent] = C.campaign_scale(ds)
         pooled[parent] = parts
