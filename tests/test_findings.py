@@ -108,7 +108,8 @@ def test_the_findings_campaign_runs_one_repetition_first_and_the_others_on_deman
     runs = spec.expand(design, "findings")
     assert spec.initial_repetitions(design, "findings") == 1
     assert {r.rep for r in runs} == {1, 2, 3, 4, 5}
-    assert [r.rep for r in runs if not spec.on_demand(design, "findings", r)] == [1] * (len(runs) // 5)
+    deferred = spec.deferred_cells(design, "findings")
+    assert [r.rep for r in runs if not spec.on_demand(design, "findings", r)] == [1] * (len(runs) // 5 - len(deferred))
     assert spec.initial_repetitions(design, "smoke") is None
     assert not any(spec.on_demand(design, "smoke", r) for r in spec.expand(design, "smoke"))
 
@@ -126,3 +127,68 @@ def test_a_runs_cell_is_what_the_findings_select():
                                   "second": pair.flows[1].variant, "rtt_ms": pair.rtt_ms, "drop": pair.drop}
     claims = findings.load_claims(REPO_ROOT / "paper" / "claims.yaml")
     assert all(findings.needed(spec.cell_of(r), claims) for r in runs)
+
+
+def _ranked_cells(means: dict, rtt_ms=12.2, drop=1e-5):
+    return [{"criterion": "responsiveness", "variant": v, "second": "", "rtt_ms": rtt_ms, "drop": drop}
+            for v in means]
+
+
+@pytest.mark.parametrize("kind, expect, means, first", [
+    # the named variant and the rival the model puts on top; the rest wait
+    ("best", "bic", {"reno": 1.0, "scalable": 6.5, "highspeed": 3.0, "bic": 1.8}, {"bic", "scalable"}),
+    # every rival within RIVAL_TIE (10 %) of the strongest runs too: the model may be off
+    ("best", "bic", {"reno": 1.0, "scalable": 6.5, "highspeed": 6.0, "bic": 1.8}, {"bic", "scalable", "highspeed"}),
+    ("worst", "reno", {"reno": 5.6, "cubic": 8.0, "htcp": 8.5, "bic": 9.5}, {"reno", "cubic", "htcp"}),
+    ("worst", ["reno", "cubic"], {"reno": 9.2, "cubic": 9.3, "htcp": 9.5, "bic": 9.5}, {"reno", "cubic", "htcp", "bic"}),
+])
+def test_a_rankings_first_round_is_its_named_variant_and_the_rivals_the_model_puts_near_it(kind, expect, means, first):
+    claim = {"check": {"type": kind, "metric": "mean_gbps", "expect": expect,
+                       "where": {"criterion": "responsiveness", "rtt_ms": 12.2, "drop": 1e-5}}}
+    cells = _ranked_cells(means) + _ranked_cells(means, drop=1e-6)   # cells it does not read
+    picked = findings.contenders(claim, cells, lambda cell: means[cell["variant"]])
+    assert {c["variant"] for c in picked} == first and {c["drop"] for c in picked} == {1e-5}
+
+
+def test_a_ranking_per_rtt_picks_its_rivals_in_each_group_and_one_the_model_cannot_rank_runs_whole():
+    claim = {"check": {"type": "best", "metric": "mean_gbps", "expect": "bic", "per": ["rtt_ms"],
+                       "where": {"criterion": "responsiveness", "drop": 1e-2}}}
+    at = {0.2: {"bic": 1.0, "scalable": 1.3, "reno": 0.5}, 6.2: {"bic": 0.1, "scalable": 0.05, "htcp": 0.11}}
+    cells = [c for rtt, means in at.items() for c in _ranked_cells(means, rtt_ms=rtt, drop=1e-2)]
+    picked = findings.contenders(claim, cells, lambda cell: at[cell["rtt_ms"]][cell["variant"]])
+    assert {(c["rtt_ms"], c["variant"]) for c in picked} == {(0.2, "bic"), (0.2, "scalable"), (6.2, "bic"), (6.2, "htcp")}
+    # no model for a rival (a variant it does not know): every cell it reads
+    assert findings.contenders(claim, cells, lambda cell: None if cell["variant"] == "reno" else 1.0) is None
+    # a finding that is no ranking of means reads all its cells
+    assert findings.contenders({"check": {"type": "greater", "metric": "mean_gbps"}}, cells, lambda c: 1.0) is None
+    assert findings.contenders({"check": {**claim["check"], "metric": "jain"}}, cells, lambda c: 1.0) is None
+
+
+def test_the_first_round_defers_only_the_rivals_the_model_ranks_behind_a_rankings_contenders(design):
+    """findings-low-loss, first_round: contenders (inherited from findings): at 12.2 ms,
+    1e-5 BIC and the model's Scalable run first, at 6.2 ms, 1e-7 Reno and the two the
+    model puts lowest after it; H-TCP against CUBIC is a comparison: both."""
+    low = "findings-low-loss"
+    runs = spec.expand(design, low)
+    first = {(r.flows[0].variant, r.rtt_ms, r.drop) for r in runs if not spec.on_demand(design, low, r)}
+    assert first == {("bic", 12.2, 1e-5), ("scalable", 12.2, 1e-5), ("htcp", 12.2, 1e-6), ("cubic", 12.2, 1e-6),
+                     ("reno", 6.2, 1e-7), ("cubic", 6.2, 1e-7), ("htcp", 6.2, 1e-7)}
+    assert all(r.rep == 1 for r in runs if not spec.on_demand(design, low, r))
+    # every deferred cell of the whole campaign is read by best/worst findings alone
+    claims = findings.load_claims(REPO_ROOT / "paper" / "claims.yaml")
+    deferred = spec.deferred_cells(design, "findings")
+    assert len(deferred) == 24
+    for run in spec.expand(design, "findings"):
+        cell = spec.cell_of(run)
+        if spec.cell_key(cell) in deferred:
+            assert {c["check"]["type"] for c in claims if findings.needed(cell, [c])} <= {"best", "worst"}
+    # first_round: all defers nothing
+    for name in ("findings", low):
+        design["campaigns"][name]["first_round"] = "all"
+    assert spec.deferred_cells(design, low) == frozenset()
+
+
+def test_a_first_round_outside_a_sequential_campaign_is_refused(design):
+    design["campaigns"]["smoke"]["first_round"] = "contenders"
+    with pytest.raises(spec.SpecError, match="campaigns/smoke/first_round: only a sequential campaign"):
+        spec.validate_design(design)

@@ -159,7 +159,7 @@ def test_a_precision_driven_run_costs_its_expected_length_and_at_most_its_durati
 def test_plan_says_how_it_plans_precision_driven_runs_and_their_longest(capsys):
     assert main(["plan", "--campaign", "findings-short-rtt", "--faithful-rate", "10G"]) == 0
     out = capsys.readouterr().out
-    assert "42 precision-driven run(s) planned at the length their rule is expected to need" in out
+    assert "30 precision-driven run(s) planned at the length their rule is expected to need" in out
     row = re.search(r"^\s+1\s+([\d.]+)\s+[\d.]+\s+([\d.]+)$", out, re.M)
     assert row and float(row[1]) < float(row[2])            # expected, then at most
 

@@ -240,6 +240,9 @@ def _cross_field_problems(design: dict) -> list[str]:
         elif "initial_repetitions" in campaign:
             problems.append(f"campaigns/{cname}/initial_repetitions: only a campaign of the findings' cells "
                             "(cells_from_claims) adds repetitions where its findings are undecided")
+        if "first_round" in campaign and "initial_repetitions" not in campaign:
+            problems.append(f"campaigns/{cname}/first_round: only a sequential campaign (initial_repetitions) "
+                            "defers cells to later rounds")
         if "slice_of" in campaign:
             problems += _slice_problems(design, cname, campaign["slice_of"])
         for crit in campaign.get("only", []):
@@ -380,9 +383,53 @@ def initial_repetitions(design: dict, campaign: str) -> int | None:
 
 def on_demand(design: dict, campaign: str, cond: Condition) -> bool:
     """Whether a run of the campaign runs only if an undecided finding asks for it: a
-    repetition beyond a sequential campaign's initial ones."""
+    repetition beyond a sequential campaign's initial ones, or any run of a cell its first
+    round defers (deferred_cells)."""
     first = initial_repetitions(design, campaign)
-    return first is not None and cond.rep > first
+    if first is None:
+        return False
+    return cond.rep > first or cell_key(cell_of(cond)) in deferred_cells(design, campaign, cond.backend)
+
+
+_deferred_memo: dict[tuple, frozenset] = {}
+
+
+def deferred_cells(design: dict, campaign: str, backend: str = "emulated") -> frozenset:
+    """The cells (cell_key) a sequential campaign's first round leaves to later rounds: with
+    `first_round: contenders`, those that only best/worst findings read and that are not
+    among their contenders -- the expected variants and the strongest rivals by the response
+    model (tcpeval.response) at the cell's condition (findings.contenders). They run when
+    a finding still lacks them (tcpeval next-runs); none with `first_round: all`."""
+    if _campaign(design, campaign).get("first_round", "all") != "contenders":
+        return frozenset()
+    key = (campaign, backend, repr(design))
+    if key not in _deferred_memo:
+        _deferred_memo[key] = _deferred(design, campaign, backend)
+    return _deferred_memo[key]
+
+
+def _deferred(design: dict, campaign: str, backend: str) -> frozenset:
+    from tcpeval import response
+
+    runs = {cell_key(cell_of(run)): run for run in expand(design, campaign, backend)}
+    cells = {key: cell_of(run) for key, run in runs.items()}
+
+    def mean(cell: dict) -> float | None:
+        run = runs[cell_key(cell)]
+        if cell["second"] or not run.rate_bps:
+            return None
+        try:
+            return response.response(cell["variant"], cell["rtt_ms"], cell["drop"], run.rate_bps).throughput_bps
+        except ValueError:  # no model of this variant
+            return None
+
+    read, first = set(), set()
+    for claim in claims_of(design, campaign):
+        mine = [cell for cell in cells.values() if findings.needed(cell, [claim])]
+        read |= {cell_key(cell) for cell in mine}
+        ranked = findings.contenders(claim, mine, mean)
+        first |= {cell_key(cell) for cell in (mine if ranked is None else ranked)}
+    return frozenset(read - first)
 
 
 def _slice_problems(design: dict, name: str, parent: str) -> list[str]:

@@ -118,8 +118,8 @@ def cmd_status(args) -> int:
     done, total = sum(r["done"] for r in rows.values()), sum(r["total"] for r in rows.values())
     print(f"  {'total':16s} {done:5d} / {total:5d} done ({100 * done / max(total, 1):.0f} %)")
     if on_demand:
-        print(f"  and up to {on_demand} run(s) on demand: repetitions beyond the first, for the cells "
-              "that keep a finding undecided (`tcpeval next-runs`)")
+        print(f"  and up to {on_demand} run(s) on demand: repetitions beyond the first, and the cells the "
+              "first round defers, for the findings they keep undecided (`tcpeval next-runs`)")
     if planned_left:
         # Wall time scales with run duration plus a fixed overhead; estimate both from the runs so far.
         ratio = sum(walls) / planned_done if planned_done else None

@@ -636,3 +636,33 @@ def test_a_cell_without_an_interval_counts_with_its_metrics_whole_range_in_a_com
     # a metric without a natural range keeps an unknown interval unknown
     est = C._estimates(pd.DataFrame([{"mean_gbps": 4.0, "mean_gbps_hw": float("nan")}]), "mean_gbps")[0]
     assert est.hw == float("inf") and est.worst == 0.0
+
+
+def test_a_rival_ahead_decides_a_ranking_alone_and_the_named_variant_ahead_asks_for_the_deferred_cells(design):
+    """findings-low-loss runs BIC and the model's Scalable first at 12.2 ms, 1e-5
+    (spec.deferred_cells): Scalable ahead decides 'BIC best' alone, as the real runs did
+    (6.80 against 2.32 Gbit/s); BIC ahead leaves it open and the next round starts the
+    other four cells."""
+    from tcpeval import spec
+    from tcpeval.analysis.tables import Dataset, expected_runs
+
+    low = "findings-low-loss"
+    bic_best = next(c for c in C.load_claims(REPO / "paper" / "claims.yaml") if c["id"] == "resp-bic-best-12.2")
+    conditions = spec.expand(design, low)
+
+    def judged(means):
+        runs = _runs({v: [m] for v, m in means.items()}).assign(rtt_ms=12.2, drop=1e-5, mean_hw_bps=0.2e9)
+        runs["run"] = "r/" + runs["variant"]
+        ds = Dataset(runs=runs, flows=pd.DataFrame(), expected=expected_runs(design, low, "emulated"),
+                     include_flagged=False)
+        (verdict,) = C.check_all([bic_best], ds)
+        ran = {(v, 1) for v in means}
+        asked = C.next_round([bic_best], [verdict], conditions,
+                             lambda run: run.rtt_ms != 12.2 or run.drop != 1e-5 or (run.flows[0].variant, run.rep) in ran)
+        return verdict, {(r.flows[0].variant, r.rep) for r in asked}
+
+    verdict, asked = judged({"bic": 2.32, "scalable": 6.80})
+    assert verdict.verdict == C.FAILS and asked == set()
+    verdict, asked = judged({"bic": 6.80, "scalable": 2.32})
+    assert verdict.verdict == C.UNDECIDED and len(verdict.absent) == 4
+    assert asked == {("reno", 1), ("highspeed", 1), ("htcp", 1), ("cubic", 1)}

@@ -334,6 +334,10 @@ def cmd_plan(args) -> int:
     if demand_walls:
         print(f"  {'on demand':16s} {len(demand_walls):5d} {'':>10s} {sum(demand_walls) / 3600:9.2f}  at most: the "
               "repetitions beyond the first, for the cells that keep a finding undecided (tcpeval next-runs)")
+        deferred = spec.deferred_cells(design, args.campaign, args.backend)
+        if deferred:
+            print(f"  {'':16s} {'':5s} {'':>10s} {'':>9s}  and {len(deferred)} cell(s) the first round defers: "
+                  "rivals the response model ranks behind the contenders of a best/worst finding (first_round)")
     show_most = bool(demand_walls) or longest != walls
     print("  wall time of the network runs on N nodes (one run per node at a time; analysis not included):")
     print(f"  {'nodes':>7s} {'wall h':>9s} {'days':>7s}" + (f" {'at most h':>10s}" if show_most else ""))
