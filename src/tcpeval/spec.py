@@ -20,7 +20,7 @@ import jsonschema
 import yaml
 
 from tcpeval import dilation as dilation_mod
-from tcpeval import findings, mathis, paths, quantity
+from tcpeval import findings, mathis, paths, quantity, response
 from tcpeval.condition import (
     BACKENDS,
     UDP,
@@ -409,8 +409,6 @@ def deferred_cells(design: dict, campaign: str, backend: str = "emulated") -> fr
 
 
 def _deferred(design: dict, campaign: str, backend: str) -> frozenset:
-    from tcpeval import response
-
     runs = {cell_key(cell_of(run)): run for run in expand(design, campaign, backend)}
     cells = {key: cell_of(run) for key, run in runs.items()}
 
