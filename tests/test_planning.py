@@ -160,6 +160,7 @@ def test_plan_says_how_it_plans_precision_driven_runs_and_their_longest(capsys):
     assert main(["plan", "--campaign", "findings-short-rtt", "--faithful-rate", "10G"]) == 0
     out = capsys.readouterr().out
     assert "30 precision-driven run(s) planned at the length their rule is expected to need" in out
+    assert "and 12 cell(s) the first round defers" in out     # rivals of rankings (spec.deferred_cells)
     row = re.search(r"^\s+1\s+([\d.]+)\s+[\d.]+\s+([\d.]+)$", out, re.M)
     assert row and float(row[1]) < float(row[2])            # expected, then at most
 
