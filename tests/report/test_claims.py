@@ -434,6 +434,22 @@ def test_the_next_round_adds_a_repetition_only_to_the_cells_of_undecided_finding
     assert C.next_round(claims, C.check_all(claims, ds, unrun), runs, is_done, unrun) == []
 
 
+def test_a_cell_without_an_interval_of_its_own_asks_for_a_second_repetition_not_thousands():
+    """Six same-variant pairs at Jain 1.000, three of them single runs without an interval
+    (the 0.2-ms slice's first round, 2026-11-29): +-0.5, the index's range, stood in and
+    the note said 'about 2714' repetitions."""
+    nan = float("nan")
+    cells = pd.DataFrame([dict(criterion="fairness", variant=v, second=v, rtt_ms=0.2, drop=0.0, n=1, n_flows=2,
+                               jain=1.0, jain_hw=h) for v, h in (("reno", 0.001), ("bic", nan), ("htcp", nan))])
+    check = {"type": "at_least", "metric": "jain", "threshold": 0.99, "where": {"criterion": "fairness"}}
+    verdict, text = C.evaluate(_claim(check), cells)
+    assert verdict == C.UNDECIDED
+    assert "need a second repetition before a count can be told" in text and "about" not in text
+    pair = {"type": "greater", "metric": "jain", "where": {"criterion": "fairness"},
+            "a": {"variant": "bic"}, "b": {"variant": "htcp"}}
+    assert "need a second repetition" in C.evaluate(_claim(pair), cells)[1]
+
+
 def _cell_rows(means_hw: dict, criterion="responsiveness", metric="mean_gbps"):
     """Cells as claims.cells gives them, at 0.2 ms and 1e-5: {variant: (mean, half-width)}."""
     return pd.DataFrame([dict(criterion=criterion, variant=v, second="", rtt_ms=0.2, drop=1e-5, n=3,

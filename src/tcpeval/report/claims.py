@@ -257,10 +257,24 @@ def reps_to_decide(gap: float, hw: float, n: int) -> float:
     return float(max(n + 1, int(np.ceil(max(n, 1) * (hw / gap) ** 2))))
 
 
+# a part whose cells include one without an interval of its own (a single two-flow run:
+# its metric's whole range stands in) cannot be extrapolated: a second repetition comes first
+NEEDS_AN_INTERVAL = -1.0
+
+
+def _reps(gap: float, est: Estimate, n: int) -> float:
+    """reps_to_decide on an estimate; NEEDS_AN_INTERVAL where a range stands in for part of
+    its interval (+-0.5 on a Jain index of 1.000 would ask for thousands of repetitions)."""
+    return NEEDS_AN_INTERVAL if est.worst > 0 else reps_to_decide(gap, est.half, n)
+
+
 def _reps_note(needs: list[float]) -> str:
     """What would decide an undecided check: the largest repetition count its parts need."""
     if not needs:
         return ""
+    if NEEDS_AN_INTERVAL in needs:
+        return ("; its cells without an interval of their own (one run of a two-flow criterion) "
+                "need a second repetition before a count can be told")
     worst = max(needs)
     if not np.isfinite(worst):
         return "; no number of repetitions decides it (a mean on the threshold, or no interval)"
@@ -404,8 +418,8 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
             t = _threshold(check["threshold"])
             passed = [_threshold_passes(kind, e, t) for e in ests]
         vals = np.array([e.value for e in ests])
-        needs = [reps_to_decide(min(abs(e.value - t) for t in ((lo, hi) if kind == "between" else (t,))),
-                                e.half, int(n)) for e, n, p in zip(ests, sel["n"], passed) if p is None]
+        needs = [_reps(min(abs(e.value - t) for t in ((lo, hi) if kind == "between" else (t,))), e, int(n))
+                 for e, n, p in zip(ests, sel["n"], passed) if p is None]
         worst = int(np.argmin(vals)) if kind in ("at_least", "above", "between") else int(np.argmax(vals))
         text = f"{len(ests)} cell(s), " + (_fmt_est(metric, ests[0]) if len(ests) == 1 else
                                           f"{_fmt(metric, vals.min())} to {_fmt(metric, vals.max())}; "
@@ -432,9 +446,10 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
                 order = np.argsort(g[metric].to_numpy())
                 first, second = (order[-1], order[-2]) if kind == "best" else (order[0], order[1])
                 ests = _estimates(g, metric)
-                needs.append(reps_to_decide(abs(ests[first].value - ests[second].value),
-                                            float(np.hypot(ests[first].half, ests[second].half)),
-                                            int(min(g["n"].iloc[first], g["n"].iloc[second]))))
+                top_two = Estimate(0.0, float(np.hypot(ests[first].hw, ests[second].hw)),
+                                   ests[first].worst + ests[second].worst)
+                needs.append(_reps(abs(ests[first].value - ests[second].value), top_two,
+                                   int(min(g["n"].iloc[first], g["n"].iloc[second]))))
             where = f" at {top['rtt_ms']:g}\\,ms" if "rtt_ms" in per else ""
             texts.append(f"{kind}{where}: {T.label(top['variant'])} ({_fmt_est(metric, top_est)}"
                          f" of {g['variant'].nunique()} variants)")
@@ -454,7 +469,7 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
         n = int(min(a["n"].min(), b["n"].min()))
         if kind == "greater":
             verdict = _decide([True if diff.lo > 0 else False if diff.hi <= 0 else None])
-            return verdict, text + (_reps_note([reps_to_decide(abs(diff.value), diff.half, n)])
+            return verdict, text + (_reps_note([_reps(abs(diff.value), diff, n)])
                                     if verdict == UNDECIDED and reps_note else "")
         scale = max(abs(ea.value), abs(eb.value))
         tol = float(check["tolerance"])
@@ -462,7 +477,7 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
             return HOLDS, f"{text} (0.0\\,\\% apart)"
         gap_lo, gap_hi = max(0.0, abs(diff.value) - diff.half) / scale, (abs(diff.value) + diff.half) / scale
         passed = True if gap_hi <= tol else False if gap_lo > tol else None
-        note = _reps_note([reps_to_decide(abs(abs(diff.value) - tol * scale), diff.half, n)]) if passed is None and reps_note else ""
+        note = _reps_note([_reps(abs(abs(diff.value) - tol * scale), diff, n)]) if passed is None and reps_note else ""
         return _decide([passed]), f"{text} ({100 * abs(diff.value) / scale:.1f}\\,\\% apart){note}"
 
     if kind == "within":
