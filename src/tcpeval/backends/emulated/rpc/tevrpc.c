@@ -324,10 +324,12 @@ static void json_number(FILE *f, double v)
 	fputs(text, f);
 }
 
-/* ns as seconds with 6 decimals (microseconds), exactly: no binary fraction in between */
+/* ns as seconds with 6 decimals (microseconds), exactly: no binary fraction in between;
+ * truncated, not rounded, so a time before a bound (an RPC started 0.4 us before the
+ * duration's end) never prints at it */
 static void json_seconds(FILE *f, int64_t ns)
 {
-	int64_t us = (ns >= 0 ? ns + 500 : ns - 500) / 1000;
+	int64_t us = ns / 1000;
 
 	fprintf(f, "%s%" PRId64 ".%06" PRId64, us < 0 ? "-" : "", (us < 0 ? -us : us) / 1000000,
 		(us < 0 ? -us : us) % 1000000);
@@ -978,7 +980,10 @@ static void run_rpcs(struct client *c, int fd)
 			if (scheduled_ns(c, next) < wake)
 				wake = scheduled_ns(c, next);
 		} else if (now < c->duration_ns && c->completed == c->issued) {
-			issue(c, mono_ns() - c->t0, &send_target); /* just before its first byte goes */
+			int64_t at = mono_ns() - c->t0; /* just before its first byte goes */
+
+			if (at < c->duration_ns) /* that second reading may lie past the end */
+				issue(c, at, &send_target);
 		}
 		if (now >= c->duration_ns && c->completed == c->issued) {
 			c->stopped_by = "duration";
