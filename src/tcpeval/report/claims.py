@@ -212,6 +212,11 @@ class Estimate:
     def hi(self) -> float:
         return self.value + self.half
 
+    def __sub__(self, other: Estimate) -> Estimate:
+        """The difference of two independent estimates: half-widths in quadrature, range
+        bounds added in full."""
+        return Estimate(self.value - other.value, float(np.hypot(self.hw, other.hw)), self.worst + other.worst)
+
 
 # Metrics whose value cannot leave a range, whatever the run: Jain's index of n flows lies
 # in [1/n, 1], a flow's share in [0, 1]. A cell without an interval (one repetition whose
@@ -446,10 +451,8 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
                 order = np.argsort(g[metric].to_numpy())
                 first, second = (order[-1], order[-2]) if kind == "best" else (order[0], order[1])
                 ests = _estimates(g, metric)
-                top_two = Estimate(0.0, float(np.hypot(ests[first].hw, ests[second].hw)),
-                                   ests[first].worst + ests[second].worst)
-                needs.append(_reps(abs(ests[first].value - ests[second].value), top_two,
-                                   int(min(g["n"].iloc[first], g["n"].iloc[second]))))
+                gap = ests[first] - ests[second]
+                needs.append(_reps(abs(gap.value), gap, int(min(g["n"].iloc[first], g["n"].iloc[second]))))
             where = f" at {top['rtt_ms']:g}\\,ms" if "rtt_ms" in per else ""
             texts.append(f"{kind}{where}: {T.label(top['variant'])} ({_fmt_est(metric, top_est)}"
                          f" of {g['variant'].nunique()} variants)")
@@ -464,7 +467,7 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
         if len(a) < min_cells or len(b) < min_cells:
             return NODATA, f"cells present: {len(a)} and {len(b)}"
         ea, eb = _mean_of(_estimates(a, metric)), _mean_of(_estimates(b, metric))
-        diff = Estimate(ea.value - eb.value, float(np.hypot(ea.hw, eb.hw)), ea.worst + eb.worst)
+        diff = ea - eb
         text = f"{_fmt_est(metric, ea)} vs {_fmt_est(metric, eb)}"
         n = int(min(a["n"].min(), b["n"].min()))
         if kind == "greater":
