@@ -145,6 +145,7 @@ def tolerances(dilation: int = 1) -> dict:
                        "min_samples": LOADED_RTT_MIN_SAMPLES,
                        "floor": "median >= rtt setting - rtt tolerance"},
         "window": {"max_cwnd_over_bdp_plus_buffer": WINDOW_BOUND, "rtt": "max(setting, loaded RTT)"},
+        "receive_window": {"max_cwnd_over_clamp_where_loss_bound": 1.0},
         "ack_clock": {"segments_per_ack": list(SEGS_PER_ACK), "min_acks": MIN_ACKS,
                       "extra_acks_per_ce_mark": ACKS_PER_MARK,
                       "lower_bound_leaves_out_acks_per_retransmission": HOLE_FILL_ACKS},
@@ -252,6 +253,18 @@ def window_check(max_cwnd_bytes: float | None, rate_bps: float, rtt_ms: float,
                                  f"{WINDOW_BOUND} x (BDP + buffer) = {bound / 1e6:.3g} MB; no path needs it "
                                  f"(a corrupted sender)", measured=max_cwnd_bytes, limit=bound)
     return None
+
+
+def receive_window_check(max_cwnd_bytes: float | None, loss_bound_clamp_bytes: float | None) -> Finding | None:
+    """Whether a receive window clamped by the loss rate (emulated topology.receive_window:
+    a window no flow holds under that loss) was reached: then it may have limited a flow,
+    and the run does not measure the algorithm alone."""
+    if not max_cwnd_bytes or not loss_bound_clamp_bytes or max_cwnd_bytes < loss_bound_clamp_bytes:
+        return None
+    return Finding("receive window", f"a congestion window of {max_cwnd_bytes / 1e6:.3g} MB reached the "
+                                     f"receive window, clamped at {loss_bound_clamp_bytes / 1e6:.3g} MB by the "
+                                     "loss rate (a window no flow should hold under it): it may have limited the flow",
+                   measured=max_cwnd_bytes, limit=loss_bound_clamp_bytes)
 
 
 def loaded_rtt(samples: list[tuple[float, float]], mss_bytes: int) -> dict | None:
@@ -512,6 +525,7 @@ class FlowMeasurements:
     receiver_acks: int | None = None
     interval_bps: tuple | list = ()     # each flow's interval throughputs
     receiver_holds_bytes: float | None = None
+    loss_bound_clamp_bytes: float | None = None  # the receive window, where the loss rate clamped it
     cc_guard: dict | None = None
     port_flow_s: dict | None = None     # per port: the physical seconds its flows ran
     sender_defaults: dict | None = None
@@ -541,6 +555,7 @@ def verdict(setting: Setting, path: PathMeasurements, host: HostMeasurements = H
     held_bytes = (flows.receiver_holds_bytes or rate * s.rtt_ms / 8000 + (s.buffer_bytes or 0)) if rate else 0.0
     for reason in (loaded_rtt_check(loaded, s.rtt_ms, s.buffer_bytes, s.rate_bps, k),
                    window_check(flows.max_cwnd_bytes, rate, s.rtt_ms, s.buffer_bytes, worst_loaded),
+                   receive_window_check(flows.max_cwnd_bytes, flows.loss_bound_clamp_bytes),
                    ack_clock_check(flows.segments_per_ack, flows.receiver_acks,
                                    flows.segments_per_ack_after_hole_fills, marked_share(host.link_stats)),
                    receiver_rate_check(list(flows.interval_bps), rate, held_bytes=held_bytes,

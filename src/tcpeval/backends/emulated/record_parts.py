@@ -174,6 +174,8 @@ def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, lo
             receiver_acks=run.traffic.acks["receiver_acks_steady"],
             interval_bps=[r["samples"]["throughput_bps"] for r in parsed],
             receiver_holds_bytes=run.dumbbell.rwin["buffer_bytes"], cc_guard=run.traffic.cc_guard,
+            loss_bound_clamp_bytes=(run.dumbbell.rwin["window_clamp_bytes"]
+                                    if run.dumbbell.rwin.get("bound_by") == "loss" else None),
             port_flow_s=port_flow_seconds(run), sender_defaults=foreign_defaults),
         extra=extra)
 

@@ -302,7 +302,9 @@ class EmulatedBackend:
         log(f"namespaces {', '.join(topo.namespaces())} created; CPUs: senders "
             f"{place['senders']}, receivers {place['receivers']}, delay line {place['line']}")
         topology.set_stack(topo, plan.stack, plan.flow_stacks)
-        rwin = topology.receive_window(plan.rate_bps, plan.rtt_ms, plan.buffer_bytes)
+        # the loss both drop stages apply to the data (DropStage): independent, one behind the other
+        loss = 1 - (1 - plan.drop) * (1 - plan.background_loss)
+        rwin = topology.receive_window(plan.rate_bps, plan.rtt_ms, plan.buffer_bytes, loss)
         topo.set_receive_window(rwin)
         return Dumbbell(place=place, keep_awake=keep_awake, switch=switch, rwin=rwin)
 

@@ -349,19 +349,41 @@ class Topology:
 RECEIVE_WINDOW_FACTOR = 2   # window clamp = 2 x (BDP + bottleneck buffer)
 RECEIVE_BUFFER_FACTOR = 4   # receive buffer = 4 x the clamp
 RECEIVE_WINDOW_MIN = 1 << 20
+# Under random loss p no flow holds a window of k / p segments: a window of that size
+# passes a round trip without a loss with probability e^-k, and slow start reaches it only
+# after about twice that many segments without one (e^-2k). A skipped hook of a port
+# (docs/fidelity.md, the PVM fault) lets the stack send what the receive window allows, so
+# on a lossy long path the path's clamp (120 MB at 24.2 ms) turns one skip into a burst
+# larger than the flow's whole run; clamped to k / p segments the same skip costs k / p.
+# k = 5: e^-5 = 0.7 % per round trip, e^-10 for slow start; the verdict flags a run whose
+# port held a window at the clamp (fidelity.receive_window_check).
+LOSS_BOUND_LOSSES_PER_WINDOW = 5
+LOSS_BOUND_MIN = 64 * 1024
 _RMEM_MIN, _, _RMEM_MAX = common.PAPER_SYSCTLS["net.ipv4.tcp_rmem"].split()
 RECEIVE_BUFFER_MAX = int(_RMEM_MAX)  # the paper's hosts' tcp_rmem maximum
 UNSHAPED_RATE_BPS = 10e9      # no bottleneck (calibration): size for the paper's 10G
 READER_WAKEUP_BYTES = 64 * 1024  # SO_RCVLOWAT of the receivers' bulk sockets
 
 
-def receive_window(rate_bps: float | None, rtt_ms: float, buffer_bytes: int) -> dict:
-    """The receivers' window clamp and buffer for a path (bytes)."""
+def loss_bound_bytes(loss_rate: float) -> int | None:
+    """The window no flow holds under random loss at ``loss_rate`` (None without loss)."""
+    if loss_rate <= 0:
+        return None
+    return max(LOSS_BOUND_MIN, int(LOSS_BOUND_LOSSES_PER_WINDOW / loss_rate) * MSS_BYTES)
+
+
+def receive_window(rate_bps: float | None, rtt_ms: float, buffer_bytes: int,
+                   loss_rate: float = 0.0) -> dict:
+    """The receivers' window clamp and buffer for a path (bytes): a multiple of the path's
+    BDP + buffer, and under loss at most what no flow holds (loss_bound_bytes)."""
     bdp = (rate_bps or UNSHAPED_RATE_BPS) * rtt_ms / 1e3 / 8
     window = max(RECEIVE_WINDOW_MIN, int(RECEIVE_WINDOW_FACTOR * (bdp + buffer_bytes)))
+    bound = loss_bound_bytes(loss_rate)
+    bound_by = "loss" if bound is not None and bound < window else "path"
+    window = min(window, bound) if bound_by == "loss" else window
     buffer = min(RECEIVE_BUFFER_MAX, RECEIVE_BUFFER_FACTOR * window)
     window = min(window, buffer // RECEIVE_BUFFER_FACTOR)
-    return {"window_clamp_bytes": window, "buffer_bytes": buffer,
+    return {"window_clamp_bytes": window, "buffer_bytes": buffer, "bound_by": bound_by,
             # the reader is woken per this many bytes, not per segment (receiver/tevrcv.c):
             # at 1.5 Gbps that cut the host's reschedule interrupts from ~60,000 to ~4,000
             # per run, and the ACKs never wait for the reader (the clamp above)
