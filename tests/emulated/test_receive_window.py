@@ -49,13 +49,16 @@ def test_the_loss_bound_has_a_floor():
     assert topology.loss_bound_bytes(0.5) == topology.LOSS_BOUND_MIN
 
 
-def test_a_port_window_at_a_loss_bound_clamp_is_flagged_and_below_it_is_not():
+def test_a_window_twice_a_loss_bound_clamp_is_flagged_and_a_slow_start_overshoot_is_not():
     clamp = 500 * MSS_BYTES
     assert fidelity.receive_window_check(40 * MSS_BYTES, clamp) is None
-    assert fidelity.receive_window_check(499 * MSS_BYTES, clamp) is None
-    reason = fidelity.receive_window_check(clamp, clamp)
-    assert reason.startswith("receive window:") and "0.73 MB" in reason
-    assert reason.check == "receive window" and not reason.transient
+    # slow start grows the window to twice the flight: 516 segments (a Scalable slow start
+    # at 6.2 ms, 1e-2) needs a flight of 258, not one at the clamp
+    assert fidelity.receive_window_check(516 * MSS_BYTES, clamp) is None
+    assert fidelity.receive_window_check(999 * MSS_BYTES, clamp) is None
+    reason = fidelity.receive_window_check(2 * clamp, clamp)
+    assert reason.startswith("receive window:") and "0.73 MB" in reason and "1.46 MB" in reason
+    assert reason.check == "receive window" and not reason.transient and reason.limit == 2 * clamp
     # a path-bound clamp is the path's business (window_check), not this check's
     assert fidelity.receive_window_check(clamp, None) is None
 
@@ -70,5 +73,18 @@ def test_a_lossy_run_records_its_loss_bound_clamp_and_passes_its_verdict(backend
     rwin = rec["mechanisms"]["receive_window"]
     assert rwin["bound_by"] == "loss" and rwin["window_clamp_bytes"] == 500 * MSS_BYTES, rwin
     assert rwin["buffer_bytes"] == 4 * rwin["window_clamp_bytes"]
-    assert rec["fidelity"]["tolerances"]["receive_window"]["max_cwnd_over_clamp_where_loss_bound"] == 1.0
+    assert rec["fidelity"]["tolerances"]["receive_window"]["max_cwnd_over_clamp_where_loss_bound"] == 2.0
     assert rec["fidelity"]["verdict"] == "ok", rec["fidelity"]["reasons"]
+
+
+def test_the_verdict_judges_the_ports_window_against_a_loss_bound_clamp_only():
+    setting = fidelity.Setting(drop=1e-2, rtt_ms=24.2, rate_bps=None)
+    path = fidelity.PathMeasurements(seen=100_000, dropped=1_000, rtt_ms=24.2)
+    clamp = 500 * MSS_BYTES
+    at_clamp = fidelity.verdict(setting, path, flows=fidelity.FlowMeasurements(
+        max_cwnd_bytes=2 * clamp, loss_bound_clamp_bytes=clamp))
+    assert at_clamp["verdict"] == "flagged"
+    assert [f["check"] for f in at_clamp["findings"]] == ["receive window"]
+    for flows in (fidelity.FlowMeasurements(max_cwnd_bytes=20 * MSS_BYTES, loss_bound_clamp_bytes=clamp),
+                  fidelity.FlowMeasurements(max_cwnd_bytes=2 * clamp)):
+        assert fidelity.verdict(setting, path, flows=flows)["verdict"] == "ok"
