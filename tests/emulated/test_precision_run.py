@@ -54,3 +54,17 @@ def test_a_run_that_is_precise_within_seconds_still_has_its_second_half(rate, tm
     assert p["stopped_early"] and p["stopped_at_s"] < rule.max_s, p["why"]
     steady = record["measured"]["link_steady"]
     assert steady["from_s"] <= p["stopped_at_s"] / 2 < steady["to_s"]
+
+
+def test_a_run_stopped_on_a_long_path_reads_its_servers_report_once_written(rate, tmp_path):
+    # The interrupted client exits at once; its server writes the receiver's intervals only
+    # once the client's end of the test has crossed a full queue on the path. At 24.2 ms x6
+    # (145 ms and a 30-MB queue) every precision-stopped run failed reading an empty server
+    # JSON; here a 193.6-ms path with its one-BDP queue, filled within seconds at drop 0
+    rule = StopRule(half_width=0.05, max_s=MAX_S, min_loss_events=0)
+    record = _precision_run("reno", 193.6, 0.0, rule, rate, tmp_path / "run")
+    p = record["measured"]["precision"]
+    assert p["stopped_early"] and p["stopped_at_s"] < MAX_S, p["why"]
+    flow = record["flows"][0]
+    assert flow["summary"]["throughput_side"] == "receiver" and flow["summary"]["mean_throughput_bps"] > 0
+    assert flow["samples"]["t_s"][-1] >= p["stopped_at_s"] - 1.0

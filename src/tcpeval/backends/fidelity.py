@@ -122,8 +122,8 @@ LOADED_RTT_QUANTILE = 0.9
 LOADED_RTT_MIN_CWND = 16  # segments
 LOADED_RTT_MIN_SAMPLES = 5
 GUARD_MIN_EVENTS = 5
-RECEIVE_WINDOW_CWND_BOUND = 2.0  # a window this many times a loss-bound clamp: the clamp held the flight
 GUARD_SHARE_MAX = 0.02
+RECEIVE_WINDOW_CWND_BOUND = 2.0  # a window this many times a loss-bound clamp: the clamp held the flight
 
 
 def tolerances(dilation: int = 1) -> dict:

@@ -356,7 +356,7 @@ RECEIVE_WINDOW_MIN = 1 << 20
 # on a lossy long path the path's clamp (120 MB at 24.2 ms) turns one skip into a burst
 # larger than the flow's whole run; clamped to k / p segments the same skip costs k / p.
 # k = 5: e^-5 = 0.7 % per round trip, e^-10 for slow start; the verdict flags a run whose
-# port held a window at the clamp (fidelity.receive_window_check).
+# flight the clamp held (fidelity.receive_window_check: a window of twice the clamp).
 LOSS_BOUND_LOSSES_PER_WINDOW = 5
 LOSS_BOUND_MIN = 64 * 1024
 _RMEM_MIN, _, _RMEM_MAX = common.PAPER_SYSCTLS["net.ipv4.tcp_rmem"].split()

@@ -102,6 +102,22 @@ class FlowProc:
             self.client.send_signal(signal.SIGINT)
             self.interrupted = True
 
+    def wait_server(self, timeout_s: float = 10.0) -> None:
+        """Let the server finish its JSON before it is read (iperf3's is one-off, -1; tevrpc
+        writes once the client has closed the connection). An interrupted
+        client exits at once; its server writes only once it has read what was still on
+        the path and the client's end of the test: at 24.2 ms x6 (145 ms, a 30-MB queue
+        ahead of the control connection) that took longer than reading it at once allowed
+        (three of three precision-stopped runs failed, their server JSON empty). One still
+        running at the timeout is asked to write what it has (SIGTERM)."""
+        if self.server is None:
+            return
+        try:
+            self.server.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.server.terminate()
+            self.server.wait(timeout_s)
+
     def stop(self) -> None:
         for proc in (self.client, self.server):
             if proc is not None and proc.poll() is None:
@@ -144,17 +160,6 @@ class RpcProc(FlowProc):
         self.started_at = time.monotonic()
         self.client = host.spawn(_pinned(args, self.receiver_cpu), ns=topo.ns(f"r{self.pair}"),
                                  stdout=subprocess.DEVNULL, stderr=open(self.err_path, "wb"))
-
-    def wait_server(self, timeout_s: float = 5.0) -> None:
-        """The server writes its JSON once the client has closed the connection; one
-        still serving then is asked to write what it has (SIGTERM)."""
-        if self.server is None:
-            return
-        try:
-            self.server.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.server.terminate()
-            self.server.wait(timeout_s)
 
 
 def _with_env(args: list, env: dict | None) -> list:
@@ -199,12 +204,15 @@ def parse(flow: FlowProc) -> dict:
         except (OSError, json.JSONDecodeError) as err:
             raise BackendError(f"flow {flow.index}: tevrpc JSON unreadable: {err}") from None
         return parse_tevrpc(client, server, flow.index)
+    path = flow.out_path
     try:
-        data = json.loads(flow.out_path.read_text())
+        data = json.loads(path.read_text())
         if flow.interrupted:
-            data = interrupted_report(data, json.loads(flow.server_path.read_text()))
+            flow.wait_server()
+            path = flow.server_path
+            data = interrupted_report(data, json.loads(path.read_text()))
     except (OSError, json.JSONDecodeError) as err:
-        raise BackendError(f"flow {flow.index}: iperf3 JSON {flow.out_path.name} unreadable: {err}") from None
+        raise BackendError(f"flow {flow.index}: iperf3 JSON {path.name} unreadable: {err}") from None
     return common.parse_iperf3(data, flow.index, flow.protocol)
 
 
