@@ -464,3 +464,13 @@ def test_a_link_above_the_hosts_capacity_is_fine_where_loss_bounds_what_the_flow
     v = fidelity.verdict(replace(bounded, carried_bound_bps=3e9), path, host, Flows(interval_bps=[[8e6]]))
     assert "rate: the flows' most under this loss rate, 3 Gbps exceeds what this host carries faithfully " \
            "(2 Gbps, calibration)" in v["reasons"]
+
+
+def test_frames_the_delay_line_could_not_send_are_lost_and_flagged():
+    # bic+reno at 6.2 ms x6 passed its verdict with 1,155 ACKs the delay line's sendmmsg
+    # refused (2026-11-29): lost on the way back, as the link engine's unsent frames are
+    v = _verdict_at(1, {**_late_line({"0.5": 0, "1": 0, "2": 0, "5": 0}), "send_errors": 1155})
+    assert v["verdict"] == "flagged" and v["reasons"] == ["delay line: 1155 frames not sent (lost)"]
+    assert v["findings"][0]["transient"] and v["findings"][0]["measured"] == 1155
+    assert v["tolerances"]["delay_line"]["send_errors"] == 0
+    assert _verdict_at(1, {**_late_line({"0.5": 0}), "send_errors": 0})["verdict"] == "ok"

@@ -136,7 +136,7 @@ def tolerances(dilation: int = 1) -> dict:
         "rtt": {"abs_ms": RTT_TOL_ABS_MS, "rel": RTT_TOL_REL},
         "rate": {"max_fraction_of_host_capacity": 1.0, "cpu_saturated": CPU_SATURATED,
                  "shortfall": RATE_SHORTFALL},
-        "delay_line": {"ring_drops": 0, "late_max_ms": LATE_MAX_MS, "late_share_max": LATE_SHARE_MAX,
+        "delay_line": {"ring_drops": 0, "send_errors": 0, "late_max_ms": LATE_MAX_MS, "late_share_max": LATE_SHARE_MAX,
                        "late_hard_ms": LATE_HARD_MS, "late_hard_share_max": LATE_HARD_SHARE_MAX},
         "link_engine": {"ring_drops": 0, "send_errors": 0, "late_max_ms": LATE_MAX_MS,
                         "late_share_max": LATE_SHARE_MAX, "late_hard_ms": LATE_HARD_MS,
@@ -632,6 +632,11 @@ def _delay_line_reasons(delay_stats: dict | None, k: int) -> list[Finding]:
     if delay_stats.get("ring_drops", 0) > 0:
         reasons.append(Finding("delay line", f"{delay_stats['ring_drops']} frames lost in its rings",
                                measured=delay_stats["ring_drops"], limit=0))
+    # frames the kernel refused to send (sendmmsg failed: the peer's queue full while its
+    # CPU lagged) are lost on the way back, as the link engine's are on the way out
+    if delay_stats.get("send_errors", 0) > 0:
+        reasons.append(Finding("delay line", f"{delay_stats['send_errors']} frames not sent (lost)",
+                               measured=delay_stats["send_errors"], limit=0))
     return reasons + _lateness_reasons("delay line", "{n}/{total} frames left more than {ms} ms late",
                                        "{n}/{total} frames held back {ms} ms or more",
                                        delay_stats, delay_stats.get("forwarded", 0),
