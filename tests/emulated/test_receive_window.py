@@ -71,7 +71,9 @@ def test_a_lossy_run_records_its_loss_bound_clamp_and_passes_its_verdict(backend
     backend.run(cond, tmp_path)
     rec = trace.read_trace(tmp_path)
     rwin = rec["mechanisms"]["receive_window"]
-    assert rwin["bound_by"] == "loss" and rwin["window_clamp_bytes"] == 500 * MSS_BYTES, rwin
+    # 5 / p segments of the loss both drop stages apply, 1 - (1 - p)(1 - 0): a hair above p
+    # in floating point, so 499 whole segments here
+    assert rwin["bound_by"] == "loss" and abs(rwin["window_clamp_bytes"] - 500 * MSS_BYTES) <= MSS_BYTES, rwin
     assert rwin["buffer_bytes"] == 4 * rwin["window_clamp_bytes"]
     assert rec["fidelity"]["tolerances"]["receive_window"]["max_cwnd_over_clamp_where_loss_bound"] == 2.0
     assert rec["fidelity"]["verdict"] == "ok", rec["fidelity"]["reasons"]
