@@ -378,9 +378,9 @@ def receive_window(rate_bps: float | None, rtt_ms: float, buffer_bytes: int,
     BDP + buffer, and under loss at most what no flow holds (loss_bound_bytes)."""
     bdp = (rate_bps or UNSHAPED_RATE_BPS) * rtt_ms / 1e3 / 8
     window = max(RECEIVE_WINDOW_MIN, int(RECEIVE_WINDOW_FACTOR * (bdp + buffer_bytes)))
-    bound = loss_bound_bytes(loss_rate)
-    bound_by = "loss" if bound is not None and bound < window else "path"
-    window = min(window, bound) if bound_by == "loss" else window
+    bound, bound_by = loss_bound_bytes(loss_rate), "path"
+    if bound is not None and bound < window:
+        window, bound_by = bound, "loss"
     buffer = min(RECEIVE_BUFFER_MAX, RECEIVE_BUFFER_FACTOR * window)
     window = min(window, buffer // RECEIVE_BUFFER_FACTOR)
     return {"window_clamp_bytes": window, "buffer_bytes": buffer, "bound_by": bound_by,
