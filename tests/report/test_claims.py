@@ -138,6 +138,12 @@ def test_pooled_half_width_by_hand(values, hws, expected):
     assert got == pytest.approx(expected)
 
 
+def test_a_throughput_below_one_gbit_reads_in_mbit_with_its_half_width():
+    # Scalable at 6.2 ms, 1e-2: in Gbit/s it read "0.04 +- 0.00", hiding both figures
+    assert C._fmt("mean_gbps", 0.0404, 0.0018) == "40.4\\,$\\pm$\\,1.8\\,Mbit/s"
+    assert C._fmt("mean_gbps", 9.41, 0.02) == "9.41\\,$\\pm$\\,0.02\\,Gbit/s"
+
+
 def test_chi2_critical_matches_the_tables():
     # 95 %: 3.841 (exact at df 1), 5.991, 7.815, 16.919 (Wilson-Hilferty within 1 %)
     assert C.chi2_critical(0.95, 1) == pytest.approx(3.841459, rel=1e-5)

@@ -327,6 +327,8 @@ def _fmt(metric: str, v: float, hw: float | None = None) -> str:
         scale, unit, digits = 100.0, "\\,\\%", 1
     elif metric.endswith("_gbps"):
         unit, digits = "\\,Gbit/s", 2
+        if abs(v) < 0.995:  # a lossy cell's tens of Mbit/s would read as 0.04 +- 0.00
+            scale, unit, digits = 1000.0, "\\,Mbit/s", 1
     elif metric.endswith("_s"):
         unit, digits = "\\,s", 2
     if hw is None:
