@@ -474,3 +474,21 @@ def test_frames_the_delay_line_could_not_send_are_lost_and_flagged():
     assert v["findings"][0]["transient"] and v["findings"][0]["measured"] == 1155
     assert v["tolerances"]["delay_line"]["send_errors"] == 0
     assert _verdict_at(1, {**_late_line({"0.5": 0}), "send_errors": 0})["verdict"] == "ok"
+
+
+def test_frames_dropped_entering_the_switch_are_lost_outside_the_model_and_flagged():
+    # scalable at 24.2 ms x7, drop 0 (2026-11-29): in the slow start's overshoot the senders'
+    # CPU backlog overflowed; 26,600 data frames never reached the switch's sender port,
+    # losses no counter of the path saw
+    def at(dropped):
+        return fidelity.verdict(Setting(drop=0, rtt_ms=6.2, rate_bps=1e9, dilation=1),
+                                Path(seen=10**6, dropped=0, rtt_ms=6.2, base_rtt_ms=0.1),
+                                Host(capacity_bps=1e9, achieved_bps=0.95e9, cpu_busy=0.5,
+                                     delay_stats=_late_line({"0.5": 0}), switch_input_drops=dropped))
+    v = at(26600)
+    assert v["verdict"] == "flagged"
+    assert v["reasons"] == ["switch input: 26600 frames from the hosts dropped entering the switch "
+                            "(a CPU's input backlog full): lost outside the path's model"]
+    assert v["findings"][0]["transient"] and v["findings"][0]["measured"] == 26600
+    assert v["tolerances"]["switch_input"]["dropped_frames"] == 0
+    assert at(0)["verdict"] == "ok" and at(None)["verdict"] == "ok"

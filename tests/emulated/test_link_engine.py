@@ -44,6 +44,11 @@ def test_the_link_engine_carries_its_rate_and_queues_at_most_its_buffer(backend,
     assert link["tail_drops"] > 0 and rec["flows"][0]["summary"]["retransmits"] > 0
     assert link["ring_drops"] == 0 and link["send_errors"] == 0
     assert link["sent"] == link["admitted"]  # every frame the link took, it delivered
+    # and every frame the hosts sent entered the switch: each of its ports counted (a
+    # sender's and a receiver's), none dropped for a full input backlog
+    ports = rec["measured"]["switch_input_drops"]
+    assert len(ports) == 2 and set(ports.values()) == {0}, ports
+    assert rec["fidelity"]["tolerances"]["switch_input"] == {"dropped_frames": 0}
     p50, p99, p999 = link["late_us_p50"], link["late_us_p99"], link["late_us_p999"]
     assert p50 <= p99 <= p999 and p50 <= 50, link
     assert not [r for r in rec["fidelity"]["reasons"] if r.startswith("link:")], rec["fidelity"]["reasons"]

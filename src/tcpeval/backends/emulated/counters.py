@@ -3,7 +3,8 @@ namespaces' IP and TCP counters, and from the receivers' counters the ACK record
 (segments per ACK) the fidelity verdict judges the ACK clock by."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tcpeval.backends import fidelity
@@ -48,6 +49,19 @@ def net_counters(ns: str, wanted: dict) -> dict:
             if key in table and table[key].lstrip("-").isdigit():
                 out[key] = int(table[key])
     return out
+
+
+def input_drops(ns: str, devs: list[str]) -> dict:
+    """{device: frames dropped on its way in} of the named devices of a namespace. A veth
+    counts as its received-and-dropped the frames its peer sent that the kernel could not
+    queue for input (a CPU's backlog full: net.core.netdev_max_backlog)."""
+    out = host.run(["ip", "-s", "-j", "link", "show"], ns=ns, check=False).stdout
+    try:
+        links = json.loads(out or "[]")
+    except ValueError:
+        return {}
+    return {link["ifname"]: link.get("stats64", {}).get("rx", {}).get("dropped", 0)
+            for link in links if link.get("ifname") in devs}
 
 
 def ip_forwarded(ns: str) -> int | None:
@@ -104,11 +118,18 @@ class HostCounters:
     softnet: int
     awake_ticks: int
     forwarded: int | None
+    switch_input_drops: dict = field(default_factory=dict)  # {port: frames lost entering the switch}
 
     @classmethod
     def read(cls, topo, keep_awake) -> HostCounters:
         return cls(qdisc=qdisc_stats(topo.sw, topo.bottleneck_dev), cpu=cpu_times(), softnet=softnet_drops(),
-                   awake_ticks=keep_awake.ticks(), forwarded=ip_forwarded(topo.sw))
+                   awake_ticks=keep_awake.ticks(), forwarded=ip_forwarded(topo.sw),
+                   switch_input_drops=input_drops(topo.sw, topo.sender_ports() + topo.ack_ports()))
+
+
+def switch_input_drops(before: HostCounters, after: HostCounters) -> dict:
+    """Per switch port, the frames from the hosts it dropped between two readings."""
+    return {dev: n - before.switch_input_drops.get(dev, 0) for dev, n in after.switch_input_drops.items()}
 
 
 def cpu_shares(before: HostCounters, after: HostCounters) -> tuple[float | None, float | None]:

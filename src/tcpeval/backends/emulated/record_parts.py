@@ -8,7 +8,7 @@ import platform
 from tcpeval import cc as cc_module
 from tcpeval.backends import common, fidelity, record
 from tcpeval.backends.emulated import ccadapter, host, topology
-from tcpeval.backends.emulated.counters import cpu_shares
+from tcpeval.backends.emulated.counters import cpu_shares, switch_input_drops
 from tcpeval.backends.emulated.plan import RTO_MIN_SYSCTL, RTO_MIN_US
 from tcpeval.backends.emulated.run_state import Run
 from tcpeval.backends.emulated.topology import WIRE_FRAME_BYTES
@@ -166,7 +166,8 @@ def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, lo
             capacity_bps=plan.host_capacity_bps if shaped else None,
             achieved_bps=steady if shaped else achieved, cpu_busy=cpu_busy,
             delay_stats=run.delay.stats if run.delayer.mechanism != "netem" else None,
-            link_stats=(run.delay.stats or {}).get("link")),
+            link_stats=(run.delay.stats or {}).get("link"),
+            switch_input_drops=sum(switch_input_drops(run.traffic.before, run.traffic.after).values())),
         fidelity.FlowMeasurements(
             max_cwnd_bytes=judged_window_bytes(run),
             segments_per_ack=run.traffic.acks["receiver_segments_per_ack_steady"],
@@ -294,6 +295,7 @@ def measured(run: Run, verdict: dict, achieved: float, steady: float, cpu: tuple
         "buffer_bytes": plan.buffer_bytes,
         "bottleneck_qdisc": {"before": run.traffic.before.qdisc, "after": run.traffic.after.qdisc},
         "cpu_busy": cpu[0], "cpu_stolen": cpu[1], "softnet_drops_host": run.traffic.after.softnet - run.traffic.before.softnet,
+        "switch_input_drops": switch_input_drops(run.traffic.before, run.traffic.after),
         "delay_line": run.delay.stats,
         **({"ecn": ecn} if (ecn := ((run.delay.stats or {}).get("link") or {}).get("ecn")) else {}),
         "loaded_rtt": {"flows": loaded,
