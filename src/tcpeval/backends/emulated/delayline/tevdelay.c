@@ -1088,9 +1088,18 @@ static int cmd_line(int argc, char **argv)
 			snapshot = 0;
 			FILE *sf = fopen(snap_path, "a");
 			if (sf) {
+				/* and where the engine stands (to tell where a stalled run's frames went):
+				 * its FIFO, its place in the first data ring and the status the kernel left
+				 * there, how far its schedule runs ahead of now, the ACKs forwarded */
+				struct ring *r0 = L.nin ? &L.rings[0] : NULL;
+				unsigned st = r0 ? __atomic_load_n(&frame(r0, r0->cur)->tp_status, __ATOMIC_ACQUIRE) : 0;
 				fprintf(sf, "{\"mono_ns\":%" PRId64 ",\"sent\":%" PRIu64 ",\"sent_bytes\":%" PRIu64
-					",\"tail_drops\":%" PRIu64 "}\n", now_ns(CLOCK_MONOTONIC), L.sent, L.sent_bytes,
-					L.tail_drops);
+					",\"tail_drops\":%" PRIu64 ",\"admitted\":%" PRIu64 ",\"fifo\":%u"
+					",\"ring_cur\":%u,\"ring_cur_status\":%u"
+					",\"schedule_ahead_ns\":%.0f,\"acks_forwarded\":%" PRIu64 ",\"acks_held\":%d}\n",
+					now_ns(CLOCK_MONOTONIC), L.sent, L.sent_bytes, L.tail_drops, L.admitted,
+					L.tail - L.head, r0 ? r0->cur : 0, st,
+					L.last_depart - (double)(now_ns(CLOCK_REALTIME) - L.epoch), forwarded, nb);
 				fclose(sf);
 			}
 		}
