@@ -77,11 +77,11 @@ def test_makespan_puts_the_longest_runs_first_on_the_node_that_frees_up_first():
 def test_a_jobs_time_limit_covers_its_dilated_run_and_retries(design):
     run = spec.expand(design, "paper")[0]                      # 900 s at 9.85 Gbps
     fast = planning.given_ceiling("10G")
-    assert planning.time_limit_min(run, fast) == -(-(900 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN // 60)
+    assert planning.time_limit_min(run, fast) == -(-((900 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN + planning.RETRY_PAUSES_TOTAL_S) // 60)
     # a login node knows no calibration: an `auto` run is planned at the largest factor
     blind = planning.node_ceiling(None)
-    assert planning.time_limit_min(run, blind) == -(-(900 * 64 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN // 60)
-    assert planning.time_limit_min(run, SLOW_HOST) == -(-(900 * 33 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN // 60)
+    assert planning.time_limit_min(run, blind) == -(-((900 * 64 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN + planning.RETRY_PAUSES_TOTAL_S) // 60)
+    assert planning.time_limit_min(run, SLOW_HOST) == -(-((900 * 33 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN + planning.RETRY_PAUSES_TOTAL_S) // 60)
 
 
 def test_plan_prints_the_wall_time_on_each_node_count(capsys):
@@ -150,7 +150,7 @@ def test_a_precision_driven_run_costs_its_expected_length_and_at_most_its_durati
     assert p.wall_s == pytest.approx(12 * p.factor + planning.RUN_OVERHEAD_S)
     assert p.max_wall_s == pytest.approx(30 * p.factor + planning.RUN_OVERHEAD_S)
     # a scheduler's limit must hold the run that never meets its rule
-    assert planning.time_limit_min(run, SLOW_HOST) == -(-p.max_wall_s * planning.TIME_LIMIT_MARGIN // 60)
+    assert planning.time_limit_min(run, SLOW_HOST) == -(-(p.max_wall_s * planning.TIME_LIMIT_MARGIN + planning.RETRY_PAUSES_TOTAL_S) // 60)
     fixed = spec.expand(design, "paper")[0]
     q = planning.plan_run(fixed, SLOW_HOST)
     assert q.traffic_s == q.max_traffic_s == 900 and q.wall_s == q.max_wall_s

@@ -20,6 +20,14 @@ def backend():
     return get_backend("emulated", progress=False, lock_timeout_s=900, attempts=TEST_ATTEMPTS)
 
 
+@pytest.fixture(scope="session")
+def backend_once():
+    """One attempt per run: for runs that are flagged by design or whose verdict the test
+    does not judge (a flagged attempt would only be run again, after pauses, to no end)."""
+    from tcpeval.backends import get_backend
+    return get_backend("emulated", progress=False, lock_timeout_s=900, attempts=1)
+
+
 
 
 # Fixed-rate runs use at most this, and never more than the host carries faithfully

@@ -39,14 +39,14 @@ def test_acks_leave_in_batches_within_half_a_quantum_and_a_lone_probe_on_time(ba
     assert rec["fidelity"]["verdict"] == "ok", rec["fidelity"]["reasons"]
 
 
-def test_the_link_engines_data_ring_holds_its_whole_buffer(backend, rate_on, tmp_path, monkeypatch):
+def test_the_link_engines_data_ring_holds_its_whole_buffer(backend_once, rate_on, tmp_path, monkeypatch):
     monkeypatch.setenv("TCPEVAL_LINK", "tevlink")
     rate = rate_on("tevlink", RTT_MS)
     # a buffer far beyond a BDP: the run is not meant to be faithful (the receivers' reader
     # falls behind a queue of 0.8 s), only to fill its rings
     cond = adhoc_condition(["reno"], RTT_MS, 0.0, 4.0, impl="native", rate_bps=rate,
                            buffer_bytes=BIG_BUFFER, seed=3, dilation=1)
-    link = backend.run(cond, tmp_path)["measured"]["delay_line"]["link"]
+    link = backend_once.run(cond, tmp_path)["measured"]["delay_line"]["link"]
     # the buffer in frames of 1,000 bytes, and spare (at 193.6 ms a one-BDP buffer at
     # 1.6 Gbps overflowed the 32,768 frames every ring had before)
     assert link["ring_frames"] >= BIG_BUFFER // 1000 + 16384

@@ -426,7 +426,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--attempts", type=int, default=None,
                    help="emulated: run a condition again when the host (not the setting) spoiled "
                         "it -- stalled ACK path, skipped congestion-control hooks -- up to this "
-                        "many attempts in all (default 3; every attempt is in the trace)")
+                        "many attempts in all, pausing 5, 15, 30, then 60 s between them (default 3; every "
+                        "attempt is in the trace)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(func=cmd_run)
 

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from tcpeval import dilation, mathis, precision, quantity
-from tcpeval.backends.base import RUN_ATTEMPTS
+from tcpeval.backends.base import RUN_ATTEMPTS, retry_pause_s
 from tcpeval.condition import payload_ceiling_bps
 
 # Wall time of a run beyond its traffic: the workflow's job, namespaces, qdiscs, BPF, RTT
@@ -141,9 +141,11 @@ def makespan_s(walls: list[float], nodes: int) -> float:
 
 
 # A job's time limit (SLURM --time) over its expected wall time: runs retried inside the
-# backend (RUN_ATTEMPTS when the host flags one) and slower nodes (half a run more) must fit.
+# backend (RUN_ATTEMPTS when the host flags one, with the pauses between them) and slower
+# nodes (half a run more) must fit.
 SLOW_NODE_MARGIN = 0.5
 TIME_LIMIT_MARGIN = RUN_ATTEMPTS + SLOW_NODE_MARGIN
+RETRY_PAUSES_TOTAL_S = sum(retry_pause_s(n) for n in range(1, RUN_ATTEMPTS))
 TIME_LIMIT_MIN_MIN = 10
 
 
@@ -156,4 +158,4 @@ def time_limit_min(cond, ceil: Ceiling) -> int:
     wall = plan.max_wall_s      # a precision-driven run may need its whole duration
     if ceil.rate_bps is None and dilation.parse(cond.dilation) == dilation.AUTO:
         wall = _wall_s(cond, dilation.MAX_FACTOR)
-    return max(TIME_LIMIT_MIN_MIN, math.ceil(wall * TIME_LIMIT_MARGIN / 60))
+    return max(TIME_LIMIT_MIN_MIN, math.ceil((wall * TIME_LIMIT_MARGIN + RETRY_PAUSES_TOTAL_S) / 60))

@@ -31,7 +31,12 @@ from pathlib import Path
 
 from tcpeval import trace as trace_mod
 from tcpeval.backends import common, fidelity
-from tcpeval.backends.base import RUN_ATTEMPTS, BackendError
+from tcpeval.backends.base import (
+    RETRY_PAUSES_S,
+    RUN_ATTEMPTS,
+    BackendError,
+    attempt_until_ok,
+)
 from tcpeval.backends.emulated import (
     awake,
     bottleneck,
@@ -85,16 +90,19 @@ def _signals_unwind():
 
 class EmulatedBackend:
     """``get_backend("emulated")``. Options: progress (stderr messages), lock_timeout_s,
-    rt_prio (delay line SCHED_FIFO priority, 0 = off)."""
+    rt_prio (delay line SCHED_FIFO priority, 0 = off), attempts and retry_pauses_s (a run
+    the host spoiled is run again, after a pause: base.RETRY_PAUSES_S)."""
 
     name = "emulated"
 
     def __init__(self, *, progress: bool = False, lock_timeout_s: float = common.LOCK_TIMEOUT_S,
-                 rt_prio: int = 20, attempts: int = RUN_ATTEMPTS):
+                 rt_prio: int = 20, attempts: int = RUN_ATTEMPTS, retry_pauses_s: tuple = RETRY_PAUSES_S):
         self.progress, self.lock_timeout_s, self.rt_prio = progress, lock_timeout_s, rt_prio
         if attempts < 1:
             raise BackendError(f"attempts must be at least 1, got {attempts}")
-        self.attempts = attempts
+        if any(p < 0 for p in retry_pauses_s):
+            raise BackendError(f"retry pauses must not be negative, got {retry_pauses_s}")
+        self.attempts, self.retry_pauses_s = attempts, tuple(retry_pauses_s)
 
     # ------------------------------------------------------------------ public API
     def run(self, condition, run_dir, *, force: bool = False) -> dict:
@@ -112,19 +120,8 @@ class EmulatedBackend:
                     lock_wait_s = time.monotonic() - t_lock
                     host.cleanup_stale(holding_lock=True, log=log)
                     plan = self._plan(condition, art, log)
-                    earlier = []
-                    while True:
-                        record = self._execute(condition, run_dir, plan, art, log)
-                        reasons, findings = record["fidelity"]["reasons"], record["fidelity"]["findings"]
-                        if (record["fidelity"]["verdict"] == "ok" or len(earlier) + 1 >= self.attempts
-                                or not fidelity.transient_only(findings)):
-                            break
-                        earlier.append({"reasons": reasons, "findings": findings, "mean_throughput_bps":
-                                        [f["summary"]["mean_throughput_bps"] for f in record["flows"]],
-                                        "cpu_stolen": record["measured"].get("cpu_stolen")})
-                        log(f"attempt {len(earlier)} flagged by the host, not the setting "
-                            f"({'; '.join(reasons)}): running the condition again")
-                    record["fidelity"]["earlier_attempts"] = earlier
+                    record = attempt_until_ok(lambda: self._execute(condition, run_dir, plan, art, log),
+                                              self.attempts, self.retry_pauses_s, log)
                 record["measured"]["lock_wait_s"] = lock_wait_s  # other experiments, not ours
                 record["run"]["path"] = common.display_path(run_dir)
                 if force and target.exists():

@@ -1,0 +1,60 @@
+"""A run the host spoiled is run again, after a pause that grows with each spoiled attempt;
+a run flagged for its setting, or ok, is kept at once (tcpeval.backends.base)."""
+from __future__ import annotations
+
+import pytest
+
+from tcpeval.backends.base import RETRY_PAUSES_S, attempt_until_ok, retry_pause_s
+
+
+def _record(verdict: str, *checks: tuple[str, bool]) -> dict:
+    findings = [{"check": c, "transient": t, "text": f"{c}: ...", "measured": None, "limit": None}
+                for c, t in checks]
+    return {"fidelity": {"verdict": verdict, "reasons": [f["text"] for f in findings], "findings": findings},
+            "flows": [{"summary": {"mean_throughput_bps": 1e9}}], "measured": {"cpu_stolen": 0.01}}
+
+
+def _attempts(records: list[dict], attempts: int, pauses=RETRY_PAUSES_S):
+    left, slept, said = list(records), [], []
+    record = attempt_until_ok(lambda: left.pop(0), attempts, pauses, said.append, slept.append)
+    return record, slept, said, len(records) - len(left)
+
+
+def test_an_attempt_spoiled_by_the_host_is_run_again_after_a_growing_pause_until_ok():
+    host = _record("flagged", ("delay line", True))
+    record, slept, said, ran = _attempts([host, host, host, _record("ok")], attempts=5)
+    assert ran == 4 and record["fidelity"]["verdict"] == "ok"
+    assert slept == [5.0, 15.0, 30.0]
+    earlier = record["fidelity"]["earlier_attempts"]
+    assert [e["then_paused_s"] for e in earlier] == slept
+    assert earlier[0]["reasons"] == ["delay line: ..."] and earlier[0]["mean_throughput_bps"] == [1e9]
+    assert said[0].startswith("attempt 1 flagged by the host") and said[0].endswith("again in 5 s")
+
+
+def test_the_last_attempt_is_kept_flagged_and_not_followed_by_a_pause():
+    host = _record("flagged", ("link", True))
+    record, slept, _, ran = _attempts([host] * 3, attempts=3)
+    assert ran == 3 and record["fidelity"]["verdict"] == "flagged"
+    assert slept == [5.0, 15.0] and len(record["fidelity"]["earlier_attempts"]) == 2
+
+
+@pytest.mark.parametrize("first", [_record("ok"), _record("flagged", ("delay line", True), ("drop rate", False))],
+                         ids=["ok", "flagged-for-its-setting"])
+def test_an_ok_run_or_one_its_setting_spoiled_is_kept_at_once(first):
+    record, slept, said, ran = _attempts([first, _record("ok")], attempts=3)
+    assert ran == 1 and record is first and slept == [] and said == []
+    assert record["fidelity"]["earlier_attempts"] == []
+
+
+def test_the_pause_after_many_attempts_stays_at_the_longest():
+    assert [retry_pause_s(n) for n in range(1, 7)] == [5.0, 15.0, 30.0, 60.0, 60.0, 60.0]
+    assert retry_pause_s(3, ()) == 0.0
+
+
+def test_a_backend_refuses_a_negative_pause_or_no_attempt():
+    from tcpeval.backends.base import BackendError
+    from tcpeval.backends.emulated.runner import EmulatedBackend
+    with pytest.raises(BackendError, match="retry pauses must not be negative"):
+        EmulatedBackend(retry_pauses_s=(5.0, -1.0))
+    with pytest.raises(BackendError, match="attempts must be at least 1"):
+        EmulatedBackend(attempts=0)
