@@ -36,8 +36,8 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def start_run(out: Path, duration: float = 20) -> subprocess.Popen:
-    return subprocess.Popen(tcpeval_cmd("run", *ARGS, "--duration", str(duration), "--out", str(out)),
+def start_run(out: Path, duration: float = 20, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(tcpeval_cmd("run", *ARGS, "--duration", str(duration), "--out", str(out), *extra),
                             env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=_default_sigint)
 
@@ -111,6 +111,26 @@ def test_sigkill_runner_then_next_run_cleans_up(tmp_path):
     assert (second / "trace.json").exists()
     assert nothing_left(rid), leftovers_of(rid)
     assert f"dead run {rid}" in (second / "run.log").read_text()
+
+
+def test_a_forced_rerun_interrupted_keeps_the_run_it_was_to_replace_whole(tmp_path):
+    run_dir = tmp_path / "rep1"
+    first = subprocess.run(tcpeval_cmd("run", *ARGS, "--duration", "1", "--out", str(run_dir)),
+                           env=env(), capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    kept = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    assert "trace.json" in kept and "iperf3-flow0.json" in kept
+    proc = start_run(run_dir, 20, "--force")
+    # the rerun runs in a fresh directory; the kept run waits beside it
+    rid = wait_for_traffic(run_dir, proc)
+    assert (tmp_path / ".rep1.replaced" / "trace.json").exists()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.name != "run.log.failed"} == kept
+    assert "interrupted" in (run_dir / "run.log.failed").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep1"]
+    assert nothing_left(rid), leftovers_of(rid)
 
 
 def test_cleanup_command_removes_dead_run(tmp_path):

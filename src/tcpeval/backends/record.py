@@ -8,7 +8,9 @@ parts; the skeleton and the fields both share are written here once.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import socket
 from pathlib import Path
 
@@ -24,6 +26,48 @@ def refuse_overwrite(run_dir: Path, force: bool) -> Path:
     if target.exists() and not force:
         raise TraceExistsError(f"{target} exists; refusing to overwrite a raw trace (use --force)")
     return target
+
+
+# A forced run over an existing trace sets the old run's directory aside here (beside it,
+# hidden from the campaign's listings) until the new trace is written.
+REPLACED_SUFFIX = ".replaced"
+FAILED_LOG = "run.log.failed"
+
+
+@contextlib.contextmanager
+def replacing(run_dir: Path, force: bool):
+    """Around a run: with ``force`` over an existing trace, the old run (its trace, raw files
+    and log) is moved aside (the path yielded; else None) and the run gets a fresh
+    directory. The old run is removed once the block ends normally (the new trace
+    written), and put back if it raises (a failed or interrupted rerun), with the failed
+    run's log beside it as run.log.failed. Without a trace to replace, nothing is moved.
+    Nothing of a kept run is ever half-overwritten (an interrupted forced rerun had left a
+    trace whose iperf3 and delay-line files were the rerun's empty ones, 2026-11-30)."""
+    run_dir = Path(run_dir)
+    if not (force and (run_dir / TRACE_FILE).exists()):
+        yield None
+        return
+    aside = run_dir.with_name(f".{run_dir.name}{REPLACED_SUFFIX}")
+    if aside.exists():
+        raise BackendError(f"{aside} exists: an earlier forced rerun of {run_dir} did not finish; "
+                           f"keep one of the two (the trace in {run_dir} or the one set aside) and "
+                           f"remove the other")
+    os.rename(run_dir, aside)
+    try:
+        yield aside
+    except BaseException:
+        failed_log = run_dir / "run.log"
+        if failed_log.exists():
+            os.replace(failed_log, aside / FAILED_LOG)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        os.rename(aside, run_dir)
+        raise
+    shutil.rmtree(aside)
+
+
+def replacing_note(aside: Path) -> str:
+    """The run log's line for a forced run whose predecessor waits in ``aside``."""
+    return f"--force: the run this one replaces waits in {aside} until this trace is written (put back if this run fails)"
 
 
 def check_verified_cc(index: int, variant: str, requested: str | None, verified: str | None) -> None:

@@ -63,7 +63,7 @@ from tcpeval.backends.emulated.run_state import (
     Run,
     TrafficMeasurements,
 )
-from tcpeval.backends.record import refuse_overwrite
+from tcpeval.backends.record import refuse_overwrite, replacing, replacing_note
 from tcpeval.spec import adhoc_condition
 
 
@@ -110,8 +110,14 @@ class EmulatedBackend:
         host.preflight()  # first: not root / no capability -> clear error, nothing touched
         check_condition(condition)
         target = refuse_overwrite(run_dir, force)
+        with replacing(run_dir, force) as aside:
+            return self._run_in(condition, run_dir, target, aside)
+
+    def _run_in(self, condition, run_dir: Path, target: Path, aside: Path | None) -> dict:
         run_dir.mkdir(parents=True, exist_ok=True)
         log = common.RunLog(run_dir / "run.log", self.progress, prefix=str(run_dir))
+        if aside:
+            log(replacing_note(aside))
         try:
             with _signals_unwind():
                 art = ensure_built(log)
@@ -124,9 +130,7 @@ class EmulatedBackend:
                                               self.attempts, self.retry_pauses_s, log)
                 record["measured"]["lock_wait_s"] = lock_wait_s  # other experiments, not ours
                 record["run"]["path"] = common.display_path(run_dir)
-                if force and target.exists():
-                    log(f"--force: replacing {target}")
-                trace_mod.write_trace(run_dir, record, force=force)
+                trace_mod.write_trace(run_dir, record)
                 log(f"trace written: {target} (fidelity {record['fidelity']['verdict']})")
                 return record
         except BaseException as err:

@@ -121,11 +121,17 @@ class TestbedBackend:
         run_dir = Path(run_dir)
         record.refuse_overwrite(run_dir, force)
         desc = self._desc()
+        with record.replacing(run_dir, force) as aside:
+            return self._run_in(condition, run_dir, desc, aside)
+
+    def _run_in(self, condition, run_dir: Path, desc: dict, aside: Path | None) -> dict:
         run_dir.mkdir(parents=True, exist_ok=True)
         log = common.RunLog(run_dir / "run.log", self.progress, common.display_path(run_dir))
+        if aside:
+            log(record.replacing_note(aside))
         try:
             rec = self._execute(condition, run_dir, desc, log)
-            trace.write_trace(run_dir, rec, force=force)
+            trace.write_trace(run_dir, rec)
             log(f"trace written: {run_dir / trace.TRACE_FILE} (fidelity {rec['fidelity']['verdict']})")
             return rec
         except BaseException as err:
