@@ -47,8 +47,9 @@ def test_a_run_that_is_precise_within_seconds_still_has_its_second_half(rate, tm
     # bic at 0.2 ms, 1e-2: hundreds of loss events a second; +-5 % mostly in a few seconds
     # (6 s at 0.5 Gbps: the run then failed, no counter snapshot lying before its middle),
     # later where timeouts left intervals empty (7-23 s in five runs, once 40 s: a cap of
-    # MAX_S made that run end at its cap, not early)
-    rule = StopRule(half_width=0.05, max_s=1.5 * MAX_S, min_loss_events=100)
+    # MAX_S made that run end at its cap, not early). The mean alone: the quartiles there
+    # are slower still (once Q25 was +-7.7 % at 60 s), and the early stop is what is tested
+    rule = StopRule(half_width=0.05, max_s=1.5 * MAX_S, min_loss_events=100, quantiles=())
     record = _precision_run("bic", 0.2, 1e-2, rule, rate, tmp_path / "run")
     p = record["measured"]["precision"]
     assert p["stopped_early"] and p["stopped_at_s"] < rule.max_s, p["why"]
@@ -67,4 +68,8 @@ def test_a_run_stopped_on_a_long_path_reads_its_servers_report_once_written(rate
     assert p["stopped_early"] and p["stopped_at_s"] < MAX_S, p["why"]
     flow = record["flows"][0]
     assert flow["summary"]["throughput_side"] == "receiver" and flow["summary"]["mean_throughput_bps"] > 0
-    assert flow["samples"]["t_s"][-1] >= p["stopped_at_s"] - 1.0
+    # the samples run to the stop, less iperf3's set-up: its clock starts once its control
+    # and data connections are up, about five RTTs after the run's (0.97-0.98 s here; a
+    # slow CI host's 1.000 s failed a bound of 1 s), and one sampling interval
+    setup_s = 6 * 193.6e-3
+    assert flow["samples"]["t_s"][-1] >= p["stopped_at_s"] - setup_s - record["condition"]["interval_s"]
