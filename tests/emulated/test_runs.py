@@ -78,15 +78,18 @@ def test_refuses_to_overwrite(backend, tmp_path, rate):
 
 
 @pytest.mark.parametrize("link", ["tevlink", "tbf"])
-def test_bottleneck_delivers_its_configured_rate(backend, tmp_path, link, monkeypatch):
+def test_bottleneck_delivers_its_configured_rate(backend_once, tmp_path, link, monkeypatch):
     """Each link mechanism must carry the rate it is given -- TBF with the one-frame peak
     bucket that splits TSO frames (a rate above ~0.55 Gbps once stalled on the qdisc
     watchdog every few frames), the link engine on its own clock. The rate is what
     calibration found the mechanism to carry faithfully at 2 ms (where native CUBIC at
     p = 0 filled the link; with a BDP buffer it does so within a second). The better of
     two runs counts: a capped link fails both, one noisy run of a shared VM (seen: 0.62
-    and 1.11 Gbps for the same 1.2 Gbps setting) does not."""
+    and 1.11 Gbps for the same 1.2 Gbps setting) does not. One attempt each: at the whole
+    envelope rate a run is often flagged for late frames (five attempts of five, twice, in a
+    make test run), and the rate is judged here, not the verdict."""
     from tcpeval.backends.emulated import calibrate
+    backend = backend_once
     monkeypatch.setenv("TCPEVAL_LINK", link)
     cal = backend.calibrate(force=False)
     rate = calibrate.envelope_rate(cal, link, 1, 2.0) // 1e8 * 1e8
