@@ -18,7 +18,13 @@ from pathlib import Path
 
 from tcpeval import dilation, quantity, run_index, spec, trace
 from tcpeval.backends import algorithms, common, get_backend, planning
-from tcpeval.backends.base import BackendError, ConditionError, TraceExistsError
+from tcpeval.backends.base import (
+    RETRY_PAUSES_S,
+    RUN_ATTEMPTS,
+    BackendError,
+    ConditionError,
+    TraceExistsError,
+)
 from tcpeval.errors import SpecError, UserError
 from tcpeval.precision import StopRule
 
@@ -426,8 +432,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--attempts", type=int, default=None,
                    help="emulated: run a condition again when the host (not the setting) spoiled "
                         "it -- stalled ACK path, skipped congestion-control hooks -- up to this "
-                        "many attempts in all, pausing 5, 15, 30, then 60 s between them (default 3; every "
-                        "attempt is in the trace)")
+                        f"many attempts in all, pausing {', '.join(f'{p:g}' for p in RETRY_PAUSES_S)} s "
+                        f"between them (default {RUN_ATTEMPTS}; every attempt is in the trace)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(func=cmd_run)
 
