@@ -432,7 +432,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--attempts", type=int, default=None,
                    help="emulated: run a condition again when the host (not the setting) spoiled "
                         "it -- stalled ACK path, skipped congestion-control hooks -- up to this "
-                        f"many attempts in all, pausing {', '.join(f'{p:g}' for p in RETRY_PAUSES_S)} s "
+                        f"many attempts in all, pausing {', '.join(f'{pause:g}' for pause in RETRY_PAUSES_S)} s "
                         f"between them (default {RUN_ATTEMPTS}; every attempt is in the trace)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(func=cmd_run)
