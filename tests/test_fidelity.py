@@ -476,6 +476,39 @@ def test_frames_the_delay_line_could_not_send_are_lost_and_flagged():
     assert _verdict_at(1, {**_late_line({"0.5": 0}), "send_errors": 0})["verdict"] == "ok"
 
 
+def test_unsent_acks_of_a_warmup_the_metrics_leave_out_are_recorded_not_judged():
+    # scalable at 12.2 ms x7, 1e-5 (2026-11-30): 1,340 ACKs refused in slow start's
+    # overshoot, a run whose metrics begin at its warm-up cut; the delay line counted them
+    # at its snapshots (s after the traffic's start, ACKs not sent by then)
+    counted = [(3.5, 0), (10.0, 1200), (25.0, 1340), (40.0, 1340)]
+    unsent = fidelity.unsent_acks(1340, counted, metrics_from_s=31.0)
+    assert unsent == {"total": 1340, "judged": 0, "judged_from_s": 25.0, "metrics_from_s": 31.0}
+    stats = {**_late_line({"0.5": 0, "1": 0, "2": 0, "5": 0}), "send_errors": 1340}
+    setting = Setting(drop=0, rtt_ms=6.2, rate_bps=1e9)
+    path, host = Path(seen=10**6, dropped=0, rtt_ms=6.2, base_rtt_ms=0.1), Host(capacity_bps=1e9, delay_stats=stats)
+    assert fidelity.verdict(setting, path, replace(host, unsent_acks=unsent))["verdict"] == "ok"
+    # the count is taken from the last snapshot at or before the cut, never after it: the
+    # ten lost between 25 s and the cut at 31 s are judged (a few more than after the cut)
+    unsent = fidelity.unsent_acks(1350, counted[:3], metrics_from_s=31.0)
+    assert unsent["judged"] == 10 and unsent["judged_from_s"] == 25.0
+    v = fidelity.verdict(setting, path, replace(host, unsent_acks=unsent))
+    assert v["reasons"] == ["delay line: 10 frames not sent (lost) after 25 s, its last count before the metrics' "
+                            "warm-up cut at 31 s (1340 before, not judged)"]
+    assert v["findings"][0]["measured"] == 10
+
+
+def test_unsent_acks_are_all_judged_without_a_warmup_cut_or_a_count_before_it():
+    counted = [(3.5, 0), (10.0, 1200)]
+    # a run of fixed length: its metrics take the whole run
+    assert fidelity.unsent_acks(1340, counted, None)["judged"] == 1340
+    # a cut before the first snapshot: nothing known to lie before it
+    assert fidelity.unsent_acks(1340, counted, 2.0) == {"total": 1340, "judged": 1340, "judged_from_s": None,
+                                                         "metrics_from_s": 2.0}
+    # a snapshot that did not count (an older delay line): skipped
+    assert fidelity.unsent_acks(1340, [(3.5, None)], 31.0)["judged"] == 1340
+    assert fidelity.unsent_acks(None, counted, 31.0) is None
+
+
 def test_frames_dropped_entering_the_switch_are_lost_outside_the_model_and_flagged():
     # scalable at 24.2 ms x7, drop 0 (2026-11-29): in the slow start's overshoot the senders'
     # CPU backlog overflowed; 26,600 data frames never reached the switch's sender port,

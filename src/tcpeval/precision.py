@@ -287,6 +287,17 @@ class Interval:
                 "confidence": self.confidence, "note": self.note}
 
 
+def metrics_from_s(record: dict | None) -> float:
+    """Where a run's single-flow metrics begin (s after the first flow's start), from its
+    trace's measured.precision: the warm-up cut of a precision-driven run whose rule takes
+    its metrics after it, else 0."""
+    if not record:
+        return 0.0
+    if (record.get("rule") or {}).get("metrics", "after_warmup") != "after_warmup":
+        return 0.0
+    return float((record.get("warmup") or {}).get("cut_s") or 0.0)
+
+
 def _finite_or_none(value: float) -> float | None:
     """JSON has no inf or NaN: a trace records them as null."""
     return float(value) if math.isfinite(value) else None

@@ -3,6 +3,8 @@ receiver's bytes read during the run, the rule applied, every flow interrupted, 
 trace says when and why (root only)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tcpeval import dilation, trace
@@ -37,6 +39,16 @@ def test_a_run_stops_once_its_mean_and_quartiles_are_precise_and_records_why(rat
     assert flow["samples"]["t_s"][-1] <= p["stopped_at_s"] + 1.0
     assert flow["summary"]["throughput_side"] == "receiver" and flow["summary"]["mean_throughput_bps"] > 0
     assert "iperf3-flow0.server.json" in flow["raw_files"]
+    # the delay line counts the ACKs it could not send at each snapshot; the verdict judges
+    # those after its last count before the warm-up cut the metrics make (all without one)
+    unsent, cut = record["measured"]["unsent_acks"], p["warmup"]["cut_s"]
+    assert unsent["total"] == record["measured"]["delay_line"]["send_errors"]
+    assert unsent["metrics_from_s"] == (pytest.approx(cut) if cut else None)
+    assert unsent["judged_from_s"] is None or unsent["judged_from_s"] <= cut
+    if record["mechanisms"]["rate"] == "tevlink":  # its engine answers the snapshots
+        counts = [json.loads(line)["acks_not_sent"]
+                  for line in (tmp_path / "run" / "delayline.json.snap").read_text().splitlines()]
+        assert counts and counts == sorted(counts) and counts[-1] <= unsent["total"]
     # the condition keeps its rule; the trace reads back and converts
     assert record["condition"]["stop"]["half_width"] == 0.1
     back = trace.read_trace(tmp_path / "run")

@@ -170,16 +170,6 @@ def link_late_share(record: dict, k: int) -> float:
     return sum(n for b, n in hist.items() if int(b) >= limit_us) / total if total else math.nan
 
 
-def metrics_from_s(precision: dict | None) -> float:
-    """Where a run's single-flow metrics begin (s after the first flow's start): the
-    warm-up cut of a precision-driven run whose rule takes its metrics after it, else 0."""
-    if not precision:
-        return 0.0
-    if (precision.get("rule") or {}).get("metrics", "after_warmup") != "after_warmup":
-        return 0.0
-    return float((precision.get("warmup") or {}).get("cut_s") or 0.0)
-
-
 def _quantile_half_widths(rates: np.ndarray) -> list[float]:
     """The 95 % half-widths of the run's interval-throughput quartiles, from its own
     samples (batched quantiles, WITHIN_RUN_BATCHES batches; NaN with too few)."""
@@ -301,7 +291,7 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
 
     first = per_flow[0]
     prec = meas.get("precision")
-    from_s = metrics_from_s(prec)
+    from_s = precision.metrics_from_s(prec)
     steady = first["t"] > from_s + 1e-9          # every interval unless a warm-up is cut
     # a run stopped by its precision rule ends with a fragment of an interval (3 ms after
     # 18 s: 148 Gbit/s of bytes that left the buffers), whose rate is no interval

@@ -23,9 +23,11 @@ Tolerances (documented in the trace under fidelity.tolerances):
   carried less than RATE_SHORTFALL of the configured rate: that throughput would be the
   host's limit, not the algorithm's. With p > 0 a shortfall is the algorithm's response,
   so CPU load is recorded (measured.cpu_busy) but not judged.
-- delay line: no frame may be lost in its rings, at most LATE_SHARE_MAX of the frames
-  may leave later than LATE_MAX_MS after their due time, and at most LATE_HARD_SHARE_MAX
-  later than LATE_HARD_MS (an ACK held back that long stalls the sender whatever the RTT).
+- delay line: no frame may be lost in its rings or fail to send (an ACK the sender's
+  full input backlog refused; of a run whose metrics leave out a warm-up, those after
+  the cut: unsent_acks), at most LATE_SHARE_MAX of the frames may leave later than
+  LATE_MAX_MS after their due time, and at most LATE_HARD_SHARE_MAX later than
+  LATE_HARD_MS (an ACK held back that long stalls the sender whatever the RTT).
 - link engine (the bottleneck when it is tevlink, emulated/bottleneck.py): no data frame
   may be lost in its rings or fail to send, and its departures are held to the delay
   line's lateness limits (a late departure is queueing the modelled link does not have).
@@ -523,6 +525,7 @@ class HostMeasurements:
     delay_stats: dict | None = None
     link_stats: dict | None = None
     switch_input_drops: int | None = None  # frames from the hosts lost entering the switch
+    unsent_acks: dict | None = None  # unsent_acks(): which of the delay line's unsent ACKs are judged
 
 
 @dataclass(frozen=True)
@@ -557,7 +560,7 @@ def verdict(setting: Setting, path: PathMeasurements, host: HostMeasurements = H
     if s.rate_bps is not None:
         reasons += _rate_reasons(s.drop, s.rate_bps, host.capacity_bps, host.achieved_bps, host.cpu_busy,
                                  s.carried_bound_bps, _peak_carried_bps(flows.interval_bps))
-    reasons += _delay_line_reasons(host.delay_stats, k)
+    reasons += _delay_line_reasons(host.delay_stats, k, host.unsent_acks)
     reasons += _link_reasons(host.link_stats, k, (host.delay_stats or {}).get("host_stalls"))
     reasons += [r] if (r := switch_input_check(host.switch_input_drops)) else []
     rate = s.rate_bps or 0.0
@@ -641,7 +644,23 @@ def _rate_reasons(p: float, rate_bps: float, host_capacity_bps: float | None,
     return reasons
 
 
-def _delay_line_reasons(delay_stats: dict | None, k: int) -> list[Finding]:
+def unsent_acks(total: int | None, counted_at, metrics_from_s: float | None) -> dict | None:
+    """The ACKs the delay line could not send (the kernel refused them: the sender's input
+    backlog was full) and, of them, those the verdict judges: all of them; or, where the
+    metrics leave out a warm-up (a precision-driven run's, from `metrics_from_s` on, s after
+    the traffic's start), those after the delay line's last count at or before that cut
+    (`counted_at`: (s after the start, ACKs not sent by then), its snapshots). Those of slow
+    start's overshoot then fall in the part no metric takes; counting from a snapshot before
+    the cut judges a few more than that, never fewer. None without the delay line's total."""
+    if total is None:
+        return None
+    before = [(t, n) for t, n in counted_at if metrics_from_s is not None and n is not None and t <= metrics_from_s]
+    from_s, not_judged = max(before, default=(None, 0))
+    return {"total": total, "judged": total - not_judged, "judged_from_s": from_s,
+            "metrics_from_s": metrics_from_s}
+
+
+def _delay_line_reasons(delay_stats: dict | None, k: int, unsent: dict | None = None) -> list[Finding]:
     if not delay_stats:
         return []
     reasons = []
@@ -650,9 +669,13 @@ def _delay_line_reasons(delay_stats: dict | None, k: int) -> list[Finding]:
                                measured=delay_stats["ring_drops"], limit=0))
     # frames the kernel refused to send (sendmmsg failed: the peer's queue full while its
     # CPU lagged) are lost on the way back, as the link engine's are on the way out
-    if delay_stats.get("send_errors", 0) > 0:
-        reasons.append(Finding("delay line", f"{delay_stats['send_errors']} frames not sent (lost)",
-                               measured=delay_stats["send_errors"], limit=0))
+    unsent = unsent or unsent_acks(delay_stats.get("send_errors", 0), (), None)
+    if unsent["judged"] > 0:
+        text = f"{unsent['judged']} frames not sent (lost)"
+        if unsent["judged_from_s"] is not None:
+            text += (f" after {unsent['judged_from_s']:.3g} s, its last count before the metrics' warm-up cut "
+                     f"at {unsent['metrics_from_s']:.3g} s ({unsent['total'] - unsent['judged']} before, not judged)")
+        reasons.append(Finding("delay line", text, measured=unsent["judged"], limit=0))
     return reasons + _lateness_reasons("delay line", "{n}/{total} frames left more than {ms} ms late",
                                        "{n}/{total} frames held back {ms} ms or more",
                                        delay_stats, delay_stats.get("forwarded", 0),

@@ -193,8 +193,9 @@ class DelayLine:
         return self.proc is not None and self.proc.poll() is None
 
     def link_counters(self, timeout_s: float = 2.0) -> dict | None:
-        """The link engine's sent frames and bytes now, with its monotonic time: a
-        SIGUSR1 makes it append them to <stats>.snap (tevdelay.c). None without an engine."""
+        """The link engine's sent frames and bytes now, with its monotonic time, and the
+        ACKs the delay line could not send so far: a SIGUSR1 makes it append them to
+        <stats>.snap (tevdelay.c). None without an engine."""
         if not self.link or not self.alive():
             return None
         snap = self.stats_path.with_name(self.stats_path.name + ".snap")
@@ -205,7 +206,8 @@ class DelayLine:
             lines = snap.read_text().splitlines() if snap.exists() else []
             if len(lines) > before:
                 last = json.loads(lines[-1])
-                return {"t_s": last["mono_ns"] / 1e9, "bytes": last["sent_bytes"], "frames": last["sent"]}
+                return {"t_s": last["mono_ns"] / 1e9, "bytes": last["sent_bytes"], "frames": last["sent"],
+                        "acks_not_sent": last.get("acks_not_sent")}
             time.sleep(0.002)
         return None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import platform
 
 from tcpeval import cc as cc_module
+from tcpeval import precision
 from tcpeval.backends import common, fidelity, record
 from tcpeval.backends.emulated import ccadapter, host, topology
 from tcpeval.backends.emulated.counters import cpu_shares, switch_input_drops
@@ -143,7 +144,20 @@ def port_flow_seconds(run: Run) -> dict:
     return out
 
 
-def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, loaded: dict) -> dict:
+def unsent_acks(run: Run) -> dict | None:
+    """The ACKs the delay line could not send, and those the verdict judges
+    (fidelity.unsent_acks): of a precision-driven run whose metrics leave out a warm-up,
+    those after its cut (s after its first flow's start)."""
+    stats = run.delay.stats if run.delayer.mechanism != "netem" else None
+    if not stats:
+        return None
+    cut_s = precision.metrics_from_s(run.traffic.precision)
+    return fidelity.unsent_acks(stats.get("send_errors", 0), run.traffic.unsent_acks_at,
+                                run.plan.flows[0].start_s + cut_s if cut_s > 0 else None)
+
+
+def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, loaded: dict,
+            unsent: dict | None = None) -> dict:
     plan, parsed = run.plan, run.parsed
     # a sender whose default is its own flow's algorithm (native bbr) paces as that
     # algorithm does; only a foreign default's pacing is the stack's doing
@@ -167,7 +181,8 @@ def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, lo
             achieved_bps=steady if shaped else achieved, cpu_busy=cpu_busy,
             delay_stats=run.delay.stats if run.delayer.mechanism != "netem" else None,
             link_stats=(run.delay.stats or {}).get("link"),
-            switch_input_drops=sum(switch_input_drops(run.traffic.before, run.traffic.after).values())),
+            switch_input_drops=sum(switch_input_drops(run.traffic.before, run.traffic.after).values()),
+            unsent_acks=unsent),
         fidelity.FlowMeasurements(
             max_cwnd_bytes=judged_window_bytes(run),
             segments_per_ack=run.traffic.acks["receiver_segments_per_ack_steady"],
@@ -282,7 +297,8 @@ def mechanisms(condition, run: Run) -> dict:
     }
 
 
-def measured(run: Run, verdict: dict, achieved: float, steady: float, cpu: tuple, loaded: dict) -> dict:
+def measured(run: Run, verdict: dict, achieved: float, steady: float, cpu: tuple, loaded: dict,
+             unsent: dict | None = None) -> dict:
     plan, c = run.plan, run.traffic.drop_counters
     return {
         "base_rtt_ms": run.rtt.base_ms, "rtt_ms": run.rtt.probe["median_ms"],
@@ -297,6 +313,7 @@ def measured(run: Run, verdict: dict, achieved: float, steady: float, cpu: tuple
         "cpu_busy": cpu[0], "cpu_stolen": cpu[1], "softnet_drops_host": run.traffic.after.softnet - run.traffic.before.softnet,
         "switch_input_drops": switch_input_drops(run.traffic.before, run.traffic.after),
         "delay_line": run.delay.stats,
+        "unsent_acks": unsent,
         **({"ecn": ecn} if (ecn := ((run.delay.stats or {}).get("link") or {}).get("ecn")) else {}),
         "loaded_rtt": {"flows": loaded,
                        "bound_ms": fidelity.loaded_rtt_bound_ms(plan.rtt_ms, plan.path_buffer_bytes, plan.rate_bps,
@@ -318,7 +335,8 @@ def build(condition, run: Run, started_at: str) -> dict:
     achieved, steady = throughput(run)
     loaded = loaded_rtts(run)
     cpu = cpu_shares(run.traffic.before, run.traffic.after)
-    v = verdict(run, achieved, steady, cpu[0], loaded)
+    unsent = unsent_acks(run)
+    v = verdict(run, achieved, steady, cpu[0], loaded, unsent)
     return record.build(condition=condition, run_dir=run.run_dir, backend="emulated", started_at=started_at,
                         environment=environment(run), mechanisms=mechanisms(condition, run), flows=flows(run),
-                        measured=measured(run, v, achieved, steady, cpu, loaded), verdict=v, notes=run.plan.notes)
+                        measured=measured(run, v, achieved, steady, cpu, loaded, unsent), verdict=v, notes=run.plan.notes)

@@ -153,6 +153,9 @@ class EmulatedBackend:
             if cached:
                 return cached
         with _signals_unwind(), host.HostLock(self.lock_timeout_s, log=log):
+            # once more with the lock held: a calibration it waited behind may have written one
+            if not force and (cached := calib.load(art.hashes, self._links())):
+                return cached
             host.cleanup_stale(holding_lock=True, log=log)
             return self._calibrate_locked(art, log, duration_s, design)
 
@@ -383,7 +386,9 @@ class EmulatedBackend:
         return TrafficMeasurements(t0=t0, traffic_s=traffic_s, before=before, after=after, acks=acks,
                                    cc_guard=cc_guard, drop_counters=drop_counters,
                                    background_counters=background_counters, link_steady=link_steady,
-                                   stopped_at_s=stopped_at, precision=precision)
+                                   stopped_at_s=stopped_at, precision=precision,
+                                   unsent_acks_at=tuple((c["t_s"] - t0, c["acks_not_sent"]) for _, c, _ in snapshots
+                                                        if c and c.get("acks_not_sent") is not None))
 
     @staticmethod
     def _link_counters(run: Run) -> dict | None:
