@@ -194,7 +194,7 @@ class DelayLine:
 
     def link_counters(self, timeout_s: float = 2.0) -> dict | None:
         """The link engine's sent frames and bytes now, with its monotonic time, and the
-        ACKs the delay line could not send so far: a SIGUSR1 makes it append them to
+        ACKs the delay line forwarded and could not send so far: a SIGUSR1 makes it append them to
         <stats>.snap (tevdelay.c). None without an engine."""
         if not self.link or not self.alive():
             return None
@@ -207,7 +207,7 @@ class DelayLine:
             if len(lines) > before:
                 last = json.loads(lines[-1])
                 return {"t_s": last["mono_ns"] / 1e9, "bytes": last["sent_bytes"], "frames": last["sent"],
-                        "acks_not_sent": last.get("acks_not_sent")}
+                        "acks_not_sent": last.get("acks_not_sent"), "acks_forwarded": last.get("acks_forwarded")}
             time.sleep(0.002)
         return None
 

@@ -152,7 +152,7 @@ def unsent_acks(run: Run) -> dict | None:
     if not stats:
         return None
     cut_s = precision.metrics_from_s(run.traffic.precision)
-    return fidelity.unsent_acks(stats.get("send_errors", 0), run.traffic.unsent_acks_at,
+    return fidelity.unsent_acks(stats.get("send_errors", 0), stats.get("forwarded", 0), run.traffic.unsent_acks_at,
                                 run.plan.flows[0].start_s + cut_s if cut_s > 0 else None)
 
 

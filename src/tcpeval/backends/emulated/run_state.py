@@ -46,7 +46,7 @@ class TrafficMeasurements:
     link_steady: dict | None     # record_parts.link_steady
     stopped_at_s: float | None = None  # a precision-driven run that ended early: when (after t0)
     precision: dict | None = None      # its watch's record (precision_watch), physical
-    unsent_acks_at: tuple = ()         # (s after t0, the delay line's ACKs not sent by then), its snapshots
+    unsent_acks_at: tuple = ()         # (s after t0, the delay line's ACKs not sent, forwarded by then): its snapshots
 
 
 @dataclass

@@ -387,7 +387,8 @@ class EmulatedBackend:
                                    cc_guard=cc_guard, drop_counters=drop_counters,
                                    background_counters=background_counters, link_steady=link_steady,
                                    stopped_at_s=stopped_at, precision=precision,
-                                   unsent_acks_at=tuple((c["t_s"] - t0, c["acks_not_sent"]) for _, c, _ in snapshots
+                                   unsent_acks_at=tuple((c["t_s"] - t0, c["acks_not_sent"], c["acks_forwarded"])
+                                                        for _, c, _ in snapshots
                                                         if c and c.get("acks_not_sent") is not None))
 
     @staticmethod
