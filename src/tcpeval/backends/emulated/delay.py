@@ -194,8 +194,8 @@ class DelayLine:
 
     def link_counters(self, timeout_s: float = 2.0) -> dict | None:
         """The link engine's sent frames and bytes now, with its monotonic time, and the
-        ACKs the delay line forwarded and could not send so far: a SIGUSR1 makes it append them to
-        <stats>.snap (tevdelay.c). None without an engine."""
+        ACKs the delay line forwarded and could not send so far: a SIGUSR1 makes it append
+        them to <stats>.snap (tevdelay.c). None without an engine."""
         if not self.link or not self.alive():
             return None
         snap = self.stats_path.with_name(self.stats_path.name + ".snap")
@@ -203,9 +203,12 @@ class DelayLine:
         self.proc.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            lines = snap.read_text().splitlines() if snap.exists() else []
-            if len(lines) > before:
-                last = json.loads(lines[-1])
+            # complete lines only: a line that straddles a page of the file can be read
+            # half written (a 30-min run failed on one, 2026-11-30)
+            text = snap.read_text() if snap.exists() else ""
+            complete = text.count("\n")
+            if complete > before:
+                last = json.loads(text.split("\n")[complete - 1])
                 return {"t_s": last["mono_ns"] / 1e9, "bytes": last["sent_bytes"], "frames": last["sent"],
                         "acks_not_sent": last.get("acks_not_sent"), "acks_forwarded": last.get("acks_forwarded")}
             time.sleep(0.002)
