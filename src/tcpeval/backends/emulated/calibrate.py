@@ -43,11 +43,12 @@ configured rate use the default rate: DEFAULT_SHARE of the lowest faithful rate 
 mechanism over the design's own RTTs, rounded down to 0.1 Gbps. Calibration runs under the host lock (no experiment of ours disturbs it); the host's load average
 before and after is recorded, since other tenants' load lowers the figures. The result is
 cached in /var/cache/tcpeval (root) or ~/.cache/tcpeval, keyed by hostname, kernel, CPU
-count and the content hash of the backend (its C/BPF sources and Python modules), so a
+count and the content hash of the backend (its C/BPF sources and Python modules, and the verdict), so a
 new kernel or a changed backend is calibrated anew; it is recorded in each trace.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -117,13 +118,16 @@ def design_rtt_range(design: dict | None = None) -> tuple[float, float]:
 
 # Taken when the process loads the backend: a process still running older code (a
 # campaign while its author edits the backend) must not file its calibration under the
-# key of the sources now on disk.
-_BACKEND_HASH = provenance.sources_hash(HERE, ("*.py",))
+# key of the sources now on disk. The verdict (backends/fidelity.py) is in it too: it
+# decides which calibration runs count as faithful.
+_BACKEND_HASH = hashlib.sha256("".join((provenance.sources_hash(HERE, ("*.py",)),
+                                         provenance.sources_hash(HERE.parent, ("fidelity.py",)))).encode()).hexdigest()
 
 
 def backend_hash() -> str:
-    """Content hash of the backend's Python modules (placement, topology, offloads...) as
-    this process loaded them: they shape the per-packet path as much as the C sources do."""
+    """Content hash of the backend's Python modules (placement, topology, offloads...) and
+    of the verdict, as this process loaded them: they shape the per-packet path as much as
+    the C sources do, and the verdict decides what of it counts."""
     return _BACKEND_HASH
 
 
