@@ -144,11 +144,16 @@ def port_flow_seconds(run: Run) -> dict:
     return out
 
 
+def delay_line_stats(run: Run) -> dict | None:
+    """The delay line's own counters; netem keeps none."""
+    return run.delay.stats if run.delayer.mechanism != "netem" else None
+
+
 def unsent_acks(run: Run) -> dict | None:
     """The ACKs the delay line could not send, and those the verdict judges
     (fidelity.unsent_acks): of a precision-driven run whose metrics leave out a warm-up,
     those after its cut (s after its first flow's start)."""
-    stats = run.delay.stats if run.delayer.mechanism != "netem" else None
+    stats = delay_line_stats(run)
     if not stats:
         return None
     cut_s = precision.metrics_from_s(run.traffic.precision)
@@ -157,7 +162,7 @@ def unsent_acks(run: Run) -> dict | None:
 
 
 def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, loaded: dict,
-            unsent: dict | None = None) -> dict:
+            unsent: dict | None) -> dict:
     plan, parsed = run.plan, run.parsed
     # a sender whose default is its own flow's algorithm (native bbr) paces as that
     # algorithm does; only a foreign default's pacing is the stack's doing
@@ -179,7 +184,7 @@ def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, lo
         fidelity.HostMeasurements(
             capacity_bps=plan.host_capacity_bps if shaped else None,
             achieved_bps=steady if shaped else achieved, cpu_busy=cpu_busy,
-            delay_stats=run.delay.stats if run.delayer.mechanism != "netem" else None,
+            delay_stats=delay_line_stats(run),
             link_stats=(run.delay.stats or {}).get("link"),
             switch_input_drops=sum(switch_input_drops(run.traffic.before, run.traffic.after).values()),
             unsent_acks=unsent),
@@ -298,7 +303,7 @@ def mechanisms(condition, run: Run) -> dict:
 
 
 def measured(run: Run, verdict: dict, achieved: float, steady: float, cpu: tuple, loaded: dict,
-             unsent: dict | None = None) -> dict:
+             unsent: dict | None) -> dict:
     plan, c = run.plan, run.traffic.drop_counters
     return {
         "base_rtt_ms": run.rtt.base_ms, "rtt_ms": run.rtt.probe["median_ms"],
