@@ -198,6 +198,18 @@ def within_run_half_width(rates: np.ndarray) -> float:
     return float(hw) if math.isfinite(hw) else math.nan
 
 
+def spread_half_width(distances: np.ndarray) -> float:
+    """The 95 % half-width of a convergence run's spread (the mean of |u_bar - u(t)| from
+    t_c on) from its own samples: batch means of those distances, WITHIN_RUN_BATCHES of them,
+    as the mean's. NaN -- no interval of its own, so a cell falls back on its repetitions --
+    with fewer than two samples a batch, or where the batch means are correlated (von
+    Neumann), as a slow sawtooth (Reno's at long RTTs) makes them."""
+    independence = precision.batch_means_independence(distances, WITHIN_RUN_BATCHES)
+    if independence is None or not independence.passed:
+        return math.nan
+    return within_run_half_width(distances)
+
+
 def _end_fragment(t_s: np.ndarray, interval_s: float) -> np.ndarray:
     """The last interval, where it is shorter than half the sampling interval."""
     out = np.zeros(t_s.size, dtype=bool)
@@ -356,7 +368,7 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         **_two_flow_half_widths(per_flow, float(cond["interval_s"]), means_common if multi else []),
         # Sec. III-B convergence of the new flow
         "conv_applicable": False, "converged": False,
-        "conv_time_s": math.nan, "spread_bps": math.nan, "ubar_bps": math.nan,
+        "conv_time_s": math.nan, "spread_bps": math.nan, "spread_hw_bps": math.nan, "ubar_bps": math.nan,
         "lambda": lam, "epsilon": eps,
     }
     ceiling = row["payload_ceiling_bps"]
@@ -366,7 +378,7 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         new = per_flow[-1]
         c = M.convergence(new["t"], new["b"], end_s=common_end - new["start"], lam=lam, eps=eps, u=new["u"])
         row.update(conv_applicable=True, converged=c.converged, conv_time_s=c.time_s,
-                   spread_bps=c.spread_bps, ubar_bps=c.ubar_bps)
+                   spread_bps=c.spread_bps, spread_hw_bps=spread_half_width(c.distances), ubar_bps=c.ubar_bps)
 
     row.update(_other_studies(per_flow, float(cond["duration_s"]), float(cond["interval_s"])))
     ecn = meas.get("ecn") or {}

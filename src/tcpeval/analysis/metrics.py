@@ -12,7 +12,7 @@ Conventions (the paper leaves these open; each choice is documented where it is 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -111,6 +111,8 @@ class Convergence:
     spread_bps: float    # mean |u_bar - u(t)| from t_c on; NaN if never converged
     ubar_bps: float      # the long-term mean u_bar the flow converges to
     n_after: int         # samples the spread averages over
+    # |u_bar - u(t)| of those samples, whose mean is the spread (its interval: extract)
+    distances: np.ndarray = field(default_factory=lambda: np.empty(0), compare=False, repr=False)
 
 
 def convergence(t_s: np.ndarray, nbytes: np.ndarray, end_s: float | None = None,
@@ -146,8 +148,8 @@ def convergence(t_s: np.ndarray, nbytes: np.ndarray, end_s: float | None = None,
     if hit.size == 0:
         return Convergence(False, nan, nan, ubar, 0)
     k = int(hit[0])
-    after = uu[k:]
-    return Convergence(True, float(t[mask][k]), float(np.mean(np.abs(ubar - after))), ubar, int(after.size))
+    distances = np.abs(ubar - uu[k:])
+    return Convergence(True, float(t[mask][k]), float(np.mean(distances)), ubar, int(distances.size), distances)
 
 
 # --------------------------------------------------------------------------------------

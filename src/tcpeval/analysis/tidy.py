@@ -52,7 +52,7 @@ RUN_SCHEMA = pa.schema([
     ("flow1_bps", _F), ("flow2_bps", _F), ("jain", _F), ("utilisation_bps", _F),
     ("jain_hw", _F), ("utilisation_hw_bps", _F), ("share_first_hw", _F),
     ("utilisation_frac", _F), ("conv_applicable", _B), ("converged", _B),
-    ("conv_time_s", _F), ("spread_bps", _F), ("ubar_bps", _F), ("lambda", _F), ("epsilon", _F),
+    ("conv_time_s", _F), ("spread_bps", _F), ("spread_hw_bps", _F), ("ubar_bps", _F), ("lambda", _F), ("epsilon", _F),
     # beyond the paper (extract._other_studies)
     ("design", _S), ("factors", _S), ("rate_setting_bps", _F), ("buffer_setting_bytes", _F),
     ("flows_label", _S), ("n_tcp", _I), ("tcp_total_bps", _F), ("jain_overlap", _F), ("overlap_s", _F),

@@ -132,6 +132,10 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
         r["utilisation_gbps_within_hw"] = r["utilisation_hw_bps"] / 1e9
         r["utilisation_frac_within_hw"] = r["utilisation_hw_bps"] / ceiling
         r["share_first_within_hw"] = r["share_first_hw"]
+    # a convergence run's own interval of its spread (extract.spread_half_width)
+    if "spread_hw_bps" in r:
+        r["spread_gbps_within_hw"] = r["spread_hw_bps"] / 1e9
+        r["spread_frac_within_hw"] = r["spread_hw_bps"] / r["ubar_bps"]
     # convergence metrics average over converged runs only (NaN otherwise, skipped by mean)
     metric_cols = sorted({m for ms in METRICS.values() for m in ms})
     r["second"] = r["second"].fillna("")
