@@ -110,9 +110,13 @@ class Convergence:
     time_s: float        # epsilon-convergence time t_c from the flow's start; NaN if never
     spread_bps: float    # mean |u_bar - u(t)| from t_c on; NaN if never converged
     ubar_bps: float      # the long-term mean u_bar the flow converges to
-    n_after: int         # samples the spread averages over
-    # |u_bar - u(t)| of those samples, whose mean is the spread (its interval: extract)
+    # |u_bar - u(t)| from t_c on, whose mean is the spread (its interval: extract); none if never
     distances: np.ndarray = field(default_factory=lambda: np.empty(0), compare=False, repr=False)
+
+    @property
+    def n_after(self) -> int:
+        """Samples the spread averages over."""
+        return int(self.distances.size)
 
 
 def convergence(t_s: np.ndarray, nbytes: np.ndarray, end_s: float | None = None,
@@ -142,14 +146,14 @@ def convergence(t_s: np.ndarray, nbytes: np.ndarray, end_s: float | None = None,
     ubar = mean_throughput(t, nbytes, mask)
     nan = math.nan
     if not mask.any() or not np.isfinite(ubar) or ubar <= 0:
-        return Convergence(False, nan, nan, ubar, 0)
+        return Convergence(False, nan, nan, ubar)
     uu = u[mask]
     hit = np.flatnonzero(uu >= eps * ubar)
     if hit.size == 0:
-        return Convergence(False, nan, nan, ubar, 0)
+        return Convergence(False, nan, nan, ubar)
     k = int(hit[0])
     distances = np.abs(ubar - uu[k:])
-    return Convergence(True, float(t[mask][k]), float(np.mean(distances)), ubar, int(distances.size), distances)
+    return Convergence(True, float(t[mask][k]), float(np.mean(distances)), ubar, distances)
 
 
 # --------------------------------------------------------------------------------------
