@@ -3,13 +3,15 @@ both ends (its receiver echoes the marks), reacts to the marked fraction instead
 and so keeps the link full with a queue held near K, where Reno with the same marks saws."""
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
-from emulated_helpers import nothing_left, run_id_of
+from emulated_helpers import TEST_ATTEMPTS, nothing_left, run_id_of
 
 from tcpeval import trace
 from tcpeval.backends import fidelity
+from tcpeval.backends.base import retry_pause_s
 from tcpeval.condition import payload_ceiling_bps
 from tcpeval.spec import adhoc_condition
 
@@ -66,6 +68,21 @@ def _run(backend, tmp_path, variant: str, impl: str, rate: float, k: int) -> dic
     return trace.read_trace(tmp_path)
 
 
+def _run_dctcp(backend_once, tmp_path, rate: float, k: int) -> dict:
+    """The DCTCP run, attempted until it has no finding but the host's skipped hooks.
+    The backend's own retries judge by the verdict, which the skipped hooks flag in most
+    attempts here: it would keep the last of five, and one of those may also meet one of
+    the host's lateness spells (CI, 2026-12-01: the fifth had 0.2 % of its frames held back
+    2 ms or more) where an earlier one had none. So one attempt a call, judged as the test
+    judges, with the backend's pauses between."""
+    for attempt in range(1, TEST_ATTEMPTS):
+        record = _run(backend_once, tmp_path / f"attempt-{attempt}", "dctcp", "port", rate, k)
+        if not _findings_but_skipped_hooks(record):
+            return record
+        time.sleep(retry_pause_s(attempt))
+    return _run(backend_once, tmp_path / f"attempt-{TEST_ATTEMPTS}", "dctcp", "port", rate, k)
+
+
 def _steady(record: dict, column: str) -> list[float]:
     s = record["flows"][0]["samples"]
     return sorted(v for t, v in zip(s["t_s"], s[column]) if t > DURATION_S / 2 and v)
@@ -85,11 +102,11 @@ def _extremes(record: dict) -> float:
     return w[0] / w[-1]
 
 
-def test_dctcp_cuts_by_the_marked_fraction_and_keeps_the_link_full(backend, tmp_path, rate_on):
+def test_dctcp_cuts_by_the_marked_fraction_and_keeps_the_link_full(backend, backend_once, tmp_path, rate_on):
     rate = rate_on("tevlink", RTT_MS)
     bdp = rate / 8 * RTT_MS / 1e3
     k = int(bdp / 6)  # below the BDP: a window halved from BDP + K leaves the link idle
-    dctcp = _run(backend, tmp_path / "dctcp", "dctcp", "port", rate, k)
+    dctcp = _run_dctcp(backend_once, tmp_path / "dctcp", rate, k)
     reno = _run(backend, tmp_path / "reno", "reno", "native", rate, k)
     flow = dctcp["flows"][0]
     assert flow["cc"]["verified"] == "dctcp_tev" and flow["cc"]["receiver"] == "dctcp_tev"
