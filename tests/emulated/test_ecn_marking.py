@@ -86,10 +86,12 @@ def test_a_run_with_ecn_marks_at_k_and_the_flow_backs_off_before_the_buffer_fill
 
 
 @pytest.mark.root
-def test_ecn_on_an_algorithm_that_ignores_marks_is_allowed_and_recorded(backend, tmp_path, rate_on):
+def test_ecn_on_an_algorithm_that_ignores_marks_is_allowed_and_recorded(backend_once, tmp_path, rate_on):
     """BBR negotiates ECN like any flow but sets its window from its model: the link marks
     it, nothing backs off at K, and the trace says which flow ignored the marks -- beside a
-    UDP flow, whose frames are never ECN-capable and meet the tail drop alone."""
+    UDP flow, whose frames are never ECN-capable and meet the tail drop alone. One attempt:
+    the test reads what the trace records, not its verdict, and a flagged attempt would
+    be run again after pauses of 5-60 s (in CI on 2026-12-01 the test took 142 s)."""
     from dataclasses import replace
 
     from emulated_helpers import nothing_left, run_id_of
@@ -106,7 +108,7 @@ def test_ecn_on_an_algorithm_that_ignores_marks_is_allowed_and_recorded(backend,
                            seed=5, dilation=1)
     udp = Flow("udp", protocol="udp", rate_bps=rate / 20)
     cond = replace(cond, flows=(*cond.flows, udp), ecn_threshold_bytes=K)
-    backend.run(cond, tmp_path)
+    backend_once.run(cond, tmp_path)
     on_disk = trace.read_trace(tmp_path)
     bbr, cross = on_disk["flows"]
     assert bbr["cc"]["verified"] == "bbr"
