@@ -18,7 +18,9 @@ def make_record(samples=5):
             "id": i, "variant": v, "impl": "port", "protocol": "tcp", "start_s": cond.flows[i].start_s,
             "cc": {"requested": f"{v}316", "verified": f"{v}316", "object_sha256": "ab" * 32,
                    "source_sha256": "cd" * 32, "hz": 250},
-            "samples": {"t_s": t, "bytes": [1e8] * samples, "throughput_bps": [8e9] * samples,
+            # no two intervals alike, as real ones (a repeated last one is version 3's fault)
+            "samples": {"t_s": t, "bytes": [1e8 + i for i in range(samples)],
+                        "throughput_bps": [8e9 + 80 * i for i in range(samples)],
                         "cwnd_bytes": [1e6] * samples, "rtt_us": [6200.0] * samples, "retransmits": [0] * samples},
             "summary": {"bytes": 1e8 * samples, "mean_throughput_bps": 8e9, "retransmits": 0},
             "raw_files": [f"flow{i}.iperf3.json"],
@@ -161,7 +163,7 @@ def test_a_real_version_1_trace_upgrades_to_a_valid_current_one_with_the_same_fa
     new = trace.upgrade(old)
     assert old == before  # the argument is left alone
     trace.validate(new)
-    assert new["schema_version"] == trace.SCHEMA_VERSION == 3 and trace.prose_keys(new) == []
+    assert new["schema_version"] == trace.SCHEMA_VERSION == 4 and trace.prose_keys(new) == []
     new_leaves = dict(_leaves(new))
     for path, value in _leaves(old):
         if path in trace.V1_PROSE:
@@ -206,7 +208,7 @@ def test_read_trace_upgrades_in_memory_and_leaves_the_old_file_as_it_is(tmp_path
 
 
 @pytest.mark.parametrize("version, message", [
-    (4, "trace format version 4 is newer than this tcpeval reads (versions 1 to 3)"),
+    (5, "trace format version 5 is newer than this tcpeval reads (versions 1 to 4)"),
     (None, "no schema_version"),
     ("2", "schema_version '2' is not a trace format version"),
     (0, "schema_version 0 is not a trace format version"),
@@ -239,10 +241,49 @@ def test_writes_are_in_the_current_version_without_prose(tmp_path):
 
 
 def test_a_new_version_is_one_registered_step(monkeypatch):
-    monkeypatch.setattr(trace, "SCHEMA_VERSION", 4)
-    monkeypatch.setitem(trace._UPGRADES, 3, lambda r: {**r, "schema_version": 4, "notes": ["v4"]})
+    monkeypatch.setattr(trace, "SCHEMA_VERSION", 5)
+    monkeypatch.setitem(trace._UPGRADES, 4, lambda r: {**r, "schema_version": 5, "notes": ["v5"]})
     new = trace.upgrade(json.loads(V1_EMULATED.read_text()))
-    assert new["schema_version"] == 4 and new["notes"] == ["v4"] and trace.prose_keys(new) == []
+    assert new["schema_version"] == 5 and new["notes"] == ["v5"] and trace.prose_keys(new) == []
+
+
+def _as_v3_interrupted(record, repeat=True):
+    """A version-3 record of a run that stopped early: each flow's receiver bytes differ
+    from interval to interval and, with ``repeat``, the last sample is the iperf3 server's
+    repeated last interval, as version 3 matched it to the client's partial one."""
+    old = copy.deepcopy(record)
+    old["schema_version"] = 3
+    for flow in old["flows"]:
+        s = flow["samples"]
+        s["bytes"] = [1e8 + 1000 * i for i in range(len(s["t_s"]))]
+        s["throughput_bps"] = [8 * b / 0.1 for b in s["bytes"]]
+        if repeat:
+            s["bytes"][-1], s["throughput_bps"][-1] = s["bytes"][-2], s["throughput_bps"][-2]
+    return old
+
+
+def test_a_version_3_trace_loses_the_iperf3_servers_repeated_last_interval_and_nothing_else():
+    old = _as_v3_interrupted(make_record(samples=6))
+    before = copy.deepcopy(old)
+    new = trace.upgrade(old)
+    assert old == before
+    trace.validate(new)
+    for was, now in zip(old["flows"], new["flows"]):
+        assert now["samples"] == {k: v[:5] for k, v in was["samples"].items()}  # every column, one sample less
+        assert now["summary"] == was["summary"]
+    assert {k: v for k, v in new.items() if k not in ("flows", "schema_version")} == {
+        k: v for k, v in old.items() if k not in ("flows", "schema_version")}
+
+
+def test_a_version_3_trace_without_a_repeat_keeps_every_sample():
+    distinct = _as_v3_interrupted(make_record(samples=6), repeat=False)
+    assert trace.upgrade(distinct)["flows"] == distinct["flows"]
+    # a flow that carried nothing in its last two intervals repeats no interval of data
+    stalled = _as_v3_interrupted(make_record(samples=6))
+    for flow in stalled["flows"]:
+        flow["samples"]["bytes"][-2:] = [0, 0]
+        flow["samples"]["throughput_bps"][-2:] = [0.0, 0.0]
+    assert trace.upgrade(stalled)["flows"] == stalled["flows"]
 
 
 def test_a_version_2_trace_gets_its_findings_from_its_sentences_with_the_retry_policy_they_had():
@@ -278,7 +319,7 @@ def test_cli_dry_run_prints_the_changes_and_rewrites_nothing(tmp_path, capsys):
     before = {p: p.read_bytes() for p in tmp_path.rglob("trace.json")}
     assert _cli(tmp_path) == 0
     out = capsys.readouterr().out
-    assert f"{tmp_path}/r1/trace.json: would upgrade version 1 -> 3" in out
+    assert f"{tmp_path}/r1/trace.json: would upgrade version 1 -> 4" in out
     assert "- measured/rtt_probe_method" in out and "- mechanisms/segment_mark/why" in out
     assert '~ mechanisms/traffic/pacing: "none: ' in out and "+ mechanisms/switch/program" in out
     assert f"the same changes as {tmp_path}/r1/trace.json" in out
@@ -291,7 +332,7 @@ def test_cli_in_place_rewrites_old_traces_atomically(tmp_path, capsys):
     target.parent.mkdir()
     shutil.copy(V1_EMULATED, target)
     assert _cli(target, "--in-place") == 0
-    assert f"{target}: upgraded version 1 -> 3" in capsys.readouterr().out
+    assert f"{target}: upgraded version 1 -> 4" in capsys.readouterr().out
     on_disk = json.loads(target.read_text())
     assert on_disk == trace.upgrade(json.loads(V1_EMULATED.read_text()))
     assert trace.read_trace(target) == on_disk
@@ -309,6 +350,6 @@ def test_cli_refuses_everything_if_one_trace_is_too_new(tmp_path, capsys):
     newer.write_text(json.dumps({**make_record(), "schema_version": 7}))
     assert _cli(old, newer, "--in-place") == 2
     err = capsys.readouterr().err
-    assert f"{newer}: trace format version 7 is newer than this tcpeval reads (versions 1 to 3)" in err
+    assert f"{newer}: trace format version 7 is newer than this tcpeval reads (versions 1 to 4)" in err
     assert "nothing was rewritten" in err
     assert old.read_bytes() == V1_EMULATED.read_bytes()

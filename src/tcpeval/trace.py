@@ -26,7 +26,7 @@ from typing import Any
 import jsonschema
 
 TRACE_FILE = "trace.json"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class TraceError(ValueError):
@@ -167,6 +167,31 @@ def _v2_to_v3(record: dict) -> dict:
         fid["earlier_attempts"] = [{**a, "findings": [_v2_finding(r) for r in a.get("reasons", [])]}
                                    if isinstance(a, dict) else a for a in fid["earlier_attempts"]]
     return _set(_set(record, ("fidelity",), fid), ("schema_version",), 3)
+
+
+def _ends_in_a_repeat(samples: dict) -> bool:
+    """Whether a flow's last sample repeats the one before it, bytes and rate alike: the
+    fingerprint of an iperf3 server's repeated last interval (two intervals of real data
+    never agree on both to the byte and the bit/s, their lengths differing by microseconds)."""
+    got, rate = samples.get("bytes"), samples.get("throughput_bps")
+    return (isinstance(got, list) and isinstance(rate, list) and len(got) >= 2 and len(rate) == len(got)
+            and bool(got[-1]) and got[-1] == got[-2] and rate[-1] == rate[-2])
+
+
+@_step(3)
+def _v3_to_v4(record: dict) -> dict:
+    """Drop a flow's last sample where it is the iperf3 server's repeated last interval:
+    version 3 matched it to the client's partial last interval when a precision-driven
+    run interrupted its flows (backends.common.without_repeats)."""
+    flows = []
+    for flow in record.get("flows") or []:
+        samples = flow.get("samples") if isinstance(flow, dict) else None
+        if isinstance(samples, dict) and _ends_in_a_repeat(samples):
+            flow = {**flow, "samples": {k: v[:-1] if isinstance(v, list) else v for k, v in samples.items()}}
+        flows.append(flow)
+    if "flows" in record:
+        record = _set(record, ("flows",), flows)
+    return _set(record, ("schema_version",), 4)
 
 
 def version_of(record: Any, source: str = "trace") -> int:

@@ -116,6 +116,21 @@ def iperf3_server_args(interval_s: float) -> list[str]:
     return ["-J", "-i", f"{interval_s:g}"]
 
 
+def without_repeats(intervals: list[dict]) -> list[dict]:
+    """An iperf3 server's intervals less any that repeats the one before it (the same start
+    and end): a server whose client is interrupted, as a precision-driven run's stop does,
+    reports its last interval twice (esnet/iperf#479), and matched by position to the
+    client's intervals the repeat would stand for the client's partial last one and add a
+    whole interval's bytes (+0.2-2.4 % to the means of the runs that stopped early, until
+    2026-12-02; trace format version 4)."""
+    out: list[dict] = []
+    for interval in intervals:
+        if out and (interval.get("start"), interval.get("end")) == (out[-1].get("start"), out[-1].get("end")):
+            continue
+        out.append(interval)
+    return out
+
+
 # The client's per-interval bytes are what the application wrote into its socket; with a
 # send buffer of up to 1 GiB they run ahead of the link (by a quarter of the mean in a
 # 20-s run; docs/fidelity.md). Throughput is therefore taken at the receiver.
@@ -130,7 +145,7 @@ def parse_iperf3(data: dict, index: int, protocol: str = "tcp") -> dict:
     if "error" in data:
         raise BackendError(f"flow {index}: iperf3 reported: {data['error']}")
     server = data.get("server_output_json") or {}
-    received = [iv["streams"][0] for iv in server.get("intervals", [])]
+    received = without_repeats([iv["streams"][0] for iv in server.get("intervals", [])])
     side = "receiver" if received else "sender"
     cols = {k: [] for k in ("t_s", "bytes", "throughput_bps", "sent_bytes", "cwnd_bytes", "rtt_us",
                             "retransmits")}
