@@ -171,8 +171,9 @@ def _v2_to_v3(record: dict) -> dict:
 
 def _ends_in_a_repeat(samples: dict) -> bool:
     """Whether a flow's last sample repeats the one before it, bytes and rate alike: the
-    fingerprint of an iperf3 server's repeated last interval (two intervals of real data
-    never agree on both to the byte and the bit/s, their lengths differing by microseconds)."""
+    fingerprint of an iperf3 server's repeated last interval. Two real intervals of a
+    paced flow may agree on both (equal blocks in equal microseconds); dropping the second
+    of them leaves the flow's mean all but unchanged: it is the paced rate."""
     got, rate = samples.get("bytes"), samples.get("throughput_bps")
     return (isinstance(got, list) and isinstance(rate, list) and len(got) >= 2 and len(rate) == len(got)
             and bool(got[-1]) and got[-1] == got[-2] and rate[-1] == rate[-2])
