@@ -248,17 +248,14 @@ def test_a_new_version_is_one_registered_step(monkeypatch):
 
 
 def _as_v3_interrupted(record, repeat=True):
-    """A version-3 record of a run that stopped early: each flow's receiver bytes differ
-    from interval to interval and, with ``repeat``, the last sample is the iperf3 server's
-    repeated last interval, as version 3 matched it to the client's partial one."""
+    """A version-3 record of a run that stopped early (make_record's intervals all differ)
+    and, with ``repeat``, whose last sample is the iperf3 server's repeated last interval,
+    as version 3 matched it to the client's partial one."""
     old = copy.deepcopy(record)
     old["schema_version"] = 3
-    for flow in old["flows"]:
+    for flow in old["flows"] if repeat else []:
         s = flow["samples"]
-        s["bytes"] = [1e8 + 1000 * i for i in range(len(s["t_s"]))]
-        s["throughput_bps"] = [8 * b / 0.1 for b in s["bytes"]]
-        if repeat:
-            s["bytes"][-1], s["throughput_bps"][-1] = s["bytes"][-2], s["throughput_bps"][-2]
+        s["bytes"][-1], s["throughput_bps"][-1] = s["bytes"][-2], s["throughput_bps"][-2]
     return old
 
 

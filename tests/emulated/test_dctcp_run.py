@@ -73,8 +73,8 @@ def _run_dctcp(backend_once, tmp_path, rate: float, k: int) -> dict:
     The backend's own retries judge by the verdict, which the skipped hooks flag in most
     attempts here: it keeps the last, which may also meet one of the host's lateness
     spells (CI, 2026-12-01: the kept attempt had 0.2 % of its frames held back 2 ms or
-    more) where an earlier one may have been fit for the test. So one attempt a call, judged as the
-    test judges, with the backend's pauses between."""
+    more) where an earlier one may have been fit for the test. So one attempt a call,
+    judged as the test judges, with the backend's pauses between."""
     for attempt in range(1, TEST_ATTEMPTS):
         record = _run(backend_once, tmp_path / f"attempt-{attempt}", "dctcp", "port", rate, k)
         if not _findings_but_skipped_hooks(record):
