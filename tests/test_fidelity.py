@@ -526,3 +526,29 @@ def test_frames_dropped_entering_the_switch_are_lost_outside_the_model_and_flagg
     assert v["findings"][0]["transient"] and v["findings"][0]["measured"] == 26600
     assert v["tolerances"]["switch_input"]["dropped_frames"] == 0
     assert at(0)["verdict"] == "ok" and at(None)["verdict"] == "ok"
+
+
+def test_late_frames_dropped_frames_and_unsent_acks_say_the_host_fell_behind_unless_a_stall_holds_them():
+    # marked in the record, which the emulated backend reads to run the next attempt slower
+    # (plan.slower): the delay line's and the link engine's lateness ...
+    late = _verdict_at(4, _late_line({"2": 5000, "4": 0, "8": 0, "20": 0}))
+    assert [f.get("fell_behind") for f in late["findings"]] == [True]
+    assert fidelity.fell_behind(late["findings"])
+    link = {"sent": 100_000, "ring_drops": 0, "send_errors": 0, "late_us_p999": 40, "max_late_ns": 3e6,
+            "late_ge_ms": {"0.5": 2_000, "1": 900, "2": 400, "5": 0}}
+    assert fidelity.fell_behind([r.record() for r in fidelity._link_reasons(link, 1)])
+    # ... ACKs the delay line could not send, frames dropped entering the switch (a CPU's
+    # input backlog full: the senders' CPU took frames faster than it worked them off) ...
+    lost = _verdict_at(1, {**_late_line({"0.5": 0, "1": 0, "2": 0, "5": 0}), "send_errors": 1155})
+    assert lost["verdict"] == "flagged" and fidelity.fell_behind(lost["findings"])
+    assert fidelity.fell_behind([fidelity.switch_input_check(2505).record()])
+    # ... but not lateness wholly in host stalls (it would hold the frames at any factor),
+    # nor frames lost in the engine's rings, nor the other host trouble
+    stalled = {"check": "link", "transient": True, "text": "link: ...", "measured": 0.003, "limit": 0.002,
+               "host_stall": True, "fell_behind": True}
+    assert not fidelity.fell_behind([stalled])
+    ring = fidelity._link_reasons({**link, "ring_drops": 3, "late_ge_ms": {}}, 1)
+    assert len(ring) == 1 and not fidelity.fell_behind([r.record() for r in ring])
+    others = [f for f in fidelity.verdict(**_host_trouble())["findings"] if f["check"] != "delay line"]
+    assert {f["check"] for f in others} == {"rtt", "window", "ACK clock", "receiver rate", "cc"}
+    assert not fidelity.fell_behind(others)

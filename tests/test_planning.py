@@ -1,7 +1,9 @@
 """What a campaign costs on a host: the factor each run gets and its wall time
 (`tcpeval plan`, `tcpeval design status`)."""
 import json
+import math
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -74,14 +76,25 @@ def test_makespan_puts_the_longest_runs_first_on_the_node_that_frees_up_first():
         planning.makespan_s([1.0], 0)
 
 
-def test_a_jobs_time_limit_covers_its_dilated_run_and_retries(design):
-    run = spec.expand(design, "paper")[0]                      # 900 s at 9.85 Gbps
+def test_a_jobs_time_limit_covers_its_dilated_run_and_retries_each_slower(design):
+    run = spec.expand(design, "paper")[0]                      # 900 s at 9.85 Gbps, dilation auto
+    assert planning.RUN_OVERHEAD_S == 3 and planning.RETRY_PAUSES_TOTAL_S == 5 + 15
+    # three attempts at x1, x2, x3 (each after a late one runs one factor slower), half a
+    # run more for a slow node, the two pauses: 903 + 1803 + 2703 + 451.5 + 20 s = 98.0 min
     fast = planning.given_ceiling("10G")
-    assert planning.time_limit_min(run, fast) == -(-((900 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN + planning.RETRY_PAUSES_TOTAL_S) // 60)
-    # a login node knows no calibration: an `auto` run is planned at the largest factor
+    assert planning.attempt_factors(run, 1) == [1, 2, 3]
+    assert planning.time_limit_min(run, fast) == 99
+    # a login node knows no calibration: an `auto` run is planned at the largest factor,
+    # which no attempt exceeds: 3 x 57,603 + 28,801.5 + 20 s = 3360.5 min
     blind = planning.node_ceiling(None)
-    assert planning.time_limit_min(run, blind) == -(-((900 * 64 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN + planning.RETRY_PAUSES_TOTAL_S) // 60)
-    assert planning.time_limit_min(run, SLOW_HOST) == -(-((900 * 33 + planning.RUN_OVERHEAD_S) * planning.TIME_LIMIT_MARGIN + planning.RETRY_PAUSES_TOTAL_S) // 60)
+    assert planning.attempt_factors(run, 64) == [64, 64, 64]
+    assert planning.time_limit_min(run, blind) == 3361
+    # x33, x34, x35: 29,703 + 30,603 + 31,503 + 14,851.5 + 20 s = 1778.0 min
+    assert planning.time_limit_min(run, SLOW_HOST) == 1779
+    # a factor the condition sets is kept in every attempt: 3 x 3,603 + 1,801.5 + 20 s = 210.6 min
+    forced = replace(run, dilation=4)
+    assert planning.attempt_factors(forced, 4) == [4, 4, 4]
+    assert planning.time_limit_min(forced, fast) == 211
 
 
 def test_plan_prints_the_wall_time_on_each_node_count(capsys):
@@ -150,7 +163,9 @@ def test_a_precision_driven_run_costs_its_expected_length_and_at_most_its_durati
     assert p.wall_s == pytest.approx(12 * p.factor + planning.RUN_OVERHEAD_S)
     assert p.max_wall_s == pytest.approx(30 * p.factor + planning.RUN_OVERHEAD_S)
     # a scheduler's limit must hold the run that never meets its rule
-    assert planning.time_limit_min(run, SLOW_HOST) == -(-(p.max_wall_s * planning.TIME_LIMIT_MARGIN + planning.RETRY_PAUSES_TOTAL_S) // 60)
+    k = p.factor
+    attempts_s = sum(30 * f + planning.RUN_OVERHEAD_S for f in (k, k + 1, k + 2))
+    assert planning.time_limit_min(run, SLOW_HOST) == math.ceil((attempts_s + 0.5 * p.max_wall_s + 20) / 60)
     fixed = spec.expand(design, "paper")[0]
     q = planning.plan_run(fixed, SLOW_HOST)
     assert q.traffic_s == q.max_traffic_s == 900 and q.wall_s == q.max_wall_s

@@ -7,11 +7,12 @@ import pytest
 from tcpeval.backends.base import RETRY_PAUSES_S, attempt_until_ok, retry_pause_s
 
 
-def _record(verdict: str, *checks: tuple[str, bool]) -> dict:
+def _record(verdict: str, *checks: tuple[str, bool], factor: int = 1) -> dict:
     findings = [{"check": c, "transient": t, "text": f"{c}: ...", "measured": None, "limit": None}
                 for c, t in checks]
     return {"fidelity": {"verdict": verdict, "reasons": [f["text"] for f in findings], "findings": findings},
-            "flows": [{"summary": {"mean_throughput_bps": 1e9}}], "measured": {"cpu_stolen": 0.01}}
+            "flows": [{"summary": {"mean_throughput_bps": 1e9}}], "measured": {"cpu_stolen": 0.01},
+            "mechanisms": {"dilation": {"factor": factor}}}
 
 
 def _attempts(records: list[dict], attempts: int, pauses=RETRY_PAUSES_S):
@@ -58,3 +59,18 @@ def test_a_backend_refuses_a_negative_pause_or_no_attempt():
         EmulatedBackend(retry_pauses_s=(5.0, -1.0))
     with pytest.raises(BackendError, match="attempts must be at least 1"):
         EmulatedBackend(attempts=0)
+
+
+def test_each_spoiled_attempt_is_handed_over_before_the_next_and_its_factor_recorded():
+    # the emulated backend's hook re-plans the next attempt (slower where the datapath fell
+    # behind); the attempts' factors stay in the trace beside their means
+    records = [_record("flagged", ("delay line", True), factor=4), _record("flagged", ("link", True), factor=5),
+               _record("ok", factor=6)]
+    left, seen = list(records), []
+    record = attempt_until_ok(lambda: left.pop(0), 3, (0.0,), before_retry=seen.append, sleep=lambda s: None)
+    assert record is records[2] and seen == records[:2]
+    assert [e["dilation"] for e in record["fidelity"]["earlier_attempts"]] == [4, 5]
+    # the last attempt, kept flagged, is not handed over: no attempt follows it
+    left, seen = [records[0]] * 2, []
+    attempt_until_ok(lambda: left.pop(0), 2, (0.0,), before_retry=seen.append, sleep=lambda s: None)
+    assert seen == [records[0]]

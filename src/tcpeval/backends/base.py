@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 from typing import Callable, Protocol, runtime_checkable
 
+from tcpeval import dilation
 from tcpeval.backends.fidelity import transient_only
 from tcpeval.condition import Condition
 
@@ -28,11 +29,14 @@ def retry_pause_s(flagged_attempts: int, pauses: tuple = RETRY_PAUSES_S) -> floa
 
 
 def attempt_until_ok(execute: Callable[[], dict], attempts: int, pauses: tuple = RETRY_PAUSES_S,
-                     log: Callable[[str], None] = lambda m: None, sleep: Callable[[float], None] = time.sleep) -> dict:
+                     log: Callable[[str], None] = lambda m: None, sleep: Callable[[float], None] = time.sleep,
+                     before_retry: Callable[[dict], None] = lambda record: None) -> dict:
     """Run one condition (`execute` returns its trace record) until its verdict is ok, a
-    finding is not transient host trouble, or `attempts` are spent; pause between attempts.
+    finding is not transient host trouble, or `attempts` are spent; pause between attempts,
+    and hand each spoiled attempt's record to `before_retry` before the next (the emulated
+    backend slows the next attempt down where this one's datapath fell behind).
     The record kept is the last; fidelity.earlier_attempts lists the spoiled ones (their
-    reasons, findings, means, stolen CPU and the pause that followed)."""
+    reasons, findings, means, stolen CPU, time-dilation factor and the pause that followed)."""
     earlier: list[dict] = []
     while True:
         record = execute()
@@ -43,9 +47,11 @@ def attempt_until_ok(execute: Callable[[], dict], attempts: int, pauses: tuple =
         pause_s = retry_pause_s(len(earlier) + 1, pauses)
         earlier.append({"reasons": verdict["reasons"], "findings": verdict["findings"],
                         "mean_throughput_bps": [f["summary"]["mean_throughput_bps"] for f in record["flows"]],
-                        "cpu_stolen": record["measured"].get("cpu_stolen"), "then_paused_s": pause_s})
+                        "cpu_stolen": record["measured"].get("cpu_stolen"), "dilation": dilation.factor(record),
+                        "then_paused_s": pause_s})
         log(f"attempt {len(earlier)} flagged by the host, not the setting "
             f"({'; '.join(verdict['reasons'])}): running the condition again in {pause_s:g} s")
+        before_retry(record)
         sleep(pause_s)  # the caller holds the host's lock: the spell is the host's own
     record["fidelity"]["earlier_attempts"] = earlier
     return record

@@ -192,9 +192,11 @@ class Finding(str):
     measured: float | None
     limit: float | None
     host_stall: bool
+    behind: bool
 
     def __new__(cls, check: str, detail: str, *, transient: bool | None = None,
-                measured: float | None = None, limit: float | None = None, host_stall: bool = False):
+                measured: float | None = None, limit: float | None = None, host_stall: bool = False,
+                behind: bool = False):
         self = super().__new__(cls, f"{check}: {detail}")
         self.check = check
         self.transient = check in TRANSIENT_CHECKS if transient is None else transient
@@ -203,6 +205,9 @@ class Finding(str):
         # the excess lies wholly in host stalls the link engine saw (the hypervisor took its
         # vCPU): the run's numbers may be disturbed, but not by its setting (calibration)
         self.host_stall = host_stall
+        # the host fell behind the frame rate: frames released late by the delay line or
+        # the link engine, or dropped in a CPU's full input backlog (fell_behind)
+        self.behind = behind
         return self
 
     def record(self) -> dict:
@@ -210,6 +215,8 @@ class Finding(str):
                   "measured": self.measured, "limit": self.limit}
         if self.host_stall:
             record["host_stall"] = True
+        if self.behind:
+            record["fell_behind"] = True
         return record
 
 
@@ -217,6 +224,15 @@ def host_stalls_only(findings: list[dict]) -> bool:
     """Whether every finding (records) lies wholly in host stalls: the run carried its
     rate, and the hypervisor delayed frames meanwhile, as it would at any rate."""
     return bool(findings) and all(f.get("host_stall") for f in findings)
+
+
+def fell_behind(findings: list[dict]) -> bool:
+    """Whether a finding (records) says the host fell behind the frame rate on its own:
+    frames the delay line or the link engine released late (not wholly in host stalls the
+    engine saw), frames dropped entering the switch or ACKs the delay line could not send
+    (a CPU's input backlog full). A slower physical path (a higher time-dilation factor)
+    asks fewer frames a second of it; a stall would hold the frames at any factor."""
+    return any(f.get("fell_behind") and not f.get("host_stall") for f in findings)
 
 
 def transient_only(findings: list[dict]) -> bool:
@@ -600,7 +616,8 @@ def switch_input_check(dropped: int | None) -> Finding | None:
     if not dropped:
         return None
     return Finding("switch input", f"{dropped} frames from the hosts dropped entering the switch "
-                   f"(a CPU's input backlog full): lost outside the path's model", measured=dropped, limit=0)
+                   f"(a CPU's input backlog full): lost outside the path's model", measured=dropped, limit=0,
+                   behind=True)
 
 
 def _rtt_reasons(setting_ms: float, base_ms: float | None, rtt_ms: float | None, k: int) -> list[Finding]:
@@ -688,7 +705,8 @@ def _delay_line_reasons(delay_stats: dict | None, k: int, unsent: dict | None = 
         if unsent["judged_from_s"] is not None:
             text += (f" after {unsent['judged_from_s']:.3g} s, its last count before the metrics' warm-up cut "
                      f"at {unsent['metrics_from_s']:.3g} s ({unsent['total'] - unsent['judged']} before, not judged)")
-        reasons.append(Finding("delay line", text, measured=unsent["share"], limit=UNSENT_ACK_SHARE_MAX))
+        reasons.append(Finding("delay line", text, measured=unsent["share"], limit=UNSENT_ACK_SHARE_MAX,
+                               behind=True))
     return reasons + _lateness_reasons("delay line", "{n}/{total} frames left more than {ms} ms late",
                                        "{n}/{total} frames held back {ms} ms or more",
                                        delay_stats, delay_stats.get("forwarded", 0),
@@ -716,7 +734,7 @@ def _lateness_reasons(check: str, late_text: str, held_text: str, stats: dict, t
             text += (f"; {n - n_beyond} of them waited out the {stalls['count']} host stall(s) the engine saw "
                      f"(the hypervisor took its vCPU, up to {stalls['max_ns'] / 1e6:.3g} ms; "
                      f"{stalls['stolen_ns'] / 1e6:.3g} ms in all), {n_beyond} beyond them")
-        return Finding(check, text, measured=n / total, limit=share_max, host_stall=in_stalls)
+        return Finding(check, text, measured=n / total, limit=share_max, host_stall=in_stalls, behind=True)
 
     if total and late is not None and late / total > LATE_SHARE_MAX:
         reasons.append(finding(late_text.format(n=late, total=total, ms=_ms_key(LATE_MAX_MS * k))

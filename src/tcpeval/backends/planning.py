@@ -141,12 +141,19 @@ def makespan_s(walls: list[float], nodes: int) -> float:
 
 
 # A job's time limit (SLURM --time) over its expected wall time: runs retried inside the
-# backend (RUN_ATTEMPTS when the host flags one, with the pauses between them) and slower
-# nodes (half a run more) must fit.
+# backend (RUN_ATTEMPTS when the host flags one, with the pauses between them; an `auto`
+# run's next attempt one factor slower where its datapath fell behind) and slower nodes
+# (half a run more) must fit.
 SLOW_NODE_MARGIN = 0.5
-TIME_LIMIT_MARGIN = RUN_ATTEMPTS + SLOW_NODE_MARGIN
 RETRY_PAUSES_TOTAL_S = sum(retry_pause_s(n) for n in range(1, RUN_ATTEMPTS))
 TIME_LIMIT_MIN_MIN = 10
+
+
+def attempt_factors(cond, k: int) -> list[int]:
+    """The factors a run's attempts may run at, at most: each after the first one higher
+    for an `auto` run (emulated plan.slower), a set factor kept."""
+    step = 1 if dilation.parse(cond.dilation) == dilation.AUTO else 0
+    return [min(k + i * step, dilation.MAX_FACTOR) for i in range(RUN_ATTEMPTS)]
 
 
 def time_limit_min(cond, ceil: Ceiling) -> int:
@@ -155,7 +162,9 @@ def time_limit_min(cond, ceil: Ceiling) -> int:
     plan = plan_run(cond, ceil)
     if plan.factor is None:
         return TIME_LIMIT_MIN_MIN
-    wall = plan.max_wall_s      # a precision-driven run may need its whole duration
+    k = plan.factor
     if ceil.rate_bps is None and dilation.parse(cond.dilation) == dilation.AUTO:
-        wall = _wall_s(cond, dilation.MAX_FACTOR)
-    return max(TIME_LIMIT_MIN_MIN, math.ceil((wall * TIME_LIMIT_MARGIN + RETRY_PAUSES_TOTAL_S) / 60))
+        k = dilation.MAX_FACTOR
+    # a precision-driven run may need its whole duration (_wall_s: at its longest)
+    wall = sum(_wall_s(cond, f) for f in attempt_factors(cond, k)) + SLOW_NODE_MARGIN * _wall_s(cond, k)
+    return max(TIME_LIMIT_MIN_MIN, math.ceil((wall + RETRY_PAUSES_TOTAL_S) / 60))

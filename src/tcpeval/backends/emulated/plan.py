@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from tcpeval import cc
 from tcpeval import dilation as dilation_mod
-from tcpeval.backends import common
+from tcpeval.backends import common, fidelity
 from tcpeval.backends.base import ConditionError, refuse_condition
 from tcpeval.backends.emulated import calibrate, host
 
@@ -116,8 +116,9 @@ def bdp_buffer(rate_bps: float, rtt_ms: float) -> int:
     return max(MIN_BUFFER_BYTES, int(rate_bps * (rtt_ms / 1000) / 8))
 
 
-def for_condition(condition, cal: dict, log) -> Plan:
-    """The plan of a condition on a host with calibration ``cal``."""
+def for_condition(condition, cal: dict, log, at_least: int = 1) -> Plan:
+    """The plan of a condition on a host with calibration ``cal``; an `auto` factor no
+    lower than ``at_least`` (slower)."""
     if condition.rate_bps is None:
         rate, source = cal["default_rate_bps"], "calibrated host default"
     else:
@@ -136,6 +137,8 @@ def for_condition(condition, cal: dict, log) -> Plan:
     try:
         # marks need the engine: TBF has no ECN (and fq_codel/red are not on every kernel)
         k, link, capacity = calibrate.factor_for(cal, condition, rate, link="tevlink" if ecn else None)
+        if at_least > k:  # the same mechanism, a slower physical path
+            k, link, capacity = calibrate.factor_for(cal, replace(condition, dilation=at_least), rate, link=link)
     except dilation_mod.DilationError as err:
         raise ConditionError(f"condition.{err}") from None
     if ecn and link != "tevlink":
@@ -165,6 +168,29 @@ def for_condition(condition, cal: dict, log) -> Plan:
                 link=link, stop=condition.stop, ecn_threshold_bytes=ecn,
                 flow_queues=[flow_queue(f) for f in flows] if condition.ecn_queues == 2 else None,
                 flow_stacks=flow_stacks(condition))
+
+
+def slower(condition, plan: Plan, record: dict, log) -> Plan | None:
+    """The plan of the next attempt after a spoiled one (`record`): where the host fell
+    behind that attempt's frame rate (fidelity.fell_behind: frames released late, not in
+    host stalls, or dropped in a CPU's full input backlog) and the condition's factor is
+    `auto`, the same condition one factor higher -- half the frames a second per step at
+    x1, a fifth fewer at x4 -- asking less of the host than the calibration's envelope,
+    measured on steady flows, promised this one (a slow start's overshoot is burstier).
+    None (run it as before) otherwise: a factor the condition sets is kept, and a condition
+    that cannot be slowed (a native flow) is run again as it is."""
+    if (dilation_mod.parse(condition.dilation) != dilation_mod.AUTO or plan.dilation >= dilation_mod.MAX_FACTOR
+            or not fidelity.fell_behind(record["fidelity"]["findings"])):
+        return None
+    try:
+        nxt = for_condition(condition, plan.calibration, lambda m: None, at_least=plan.dilation + 1)
+    except ConditionError as err:
+        log(f"the host fell behind at x{plan.dilation}, and the condition cannot run slower ({err}): "
+            "the next attempt runs as this one")
+        return None
+    log(f"the host fell behind the frame rate at x{plan.dilation}: the next attempt runs at "
+        f"x{nxt.dilation}, {nxt.rate_bps / 1e9:.3g} Gbps at {nxt.rtt_ms:g} ms for {nxt.duration_s:g} s")
+    return nxt
 
 
 def for_calibration(condition, rtt_ms: float, duration_s: float, rate_bps: float | None,

@@ -125,9 +125,12 @@ class EmulatedBackend:
                 with host.HostLock(self.lock_timeout_s, log=log):
                     lock_wait_s = time.monotonic() - t_lock
                     host.cleanup_stale(holding_lock=True, log=log)
-                    plan = self._plan(condition, art, log)
-                    record = attempt_until_ok(lambda: self._execute(condition, run_dir, plan, art, log),
-                                              self.attempts, self.retry_pauses_s, log)
+                    attempt = [self._plan(condition, art, log)]   # the next attempt's plan
+
+                    def slow_down(spoiled: dict) -> None:
+                        attempt[0] = plans.slower(condition, attempt[0], spoiled, log) or attempt[0]
+                    record = attempt_until_ok(lambda: self._execute(condition, run_dir, attempt[0], art, log),
+                                              self.attempts, self.retry_pauses_s, log, before_retry=slow_down)
                 record["measured"]["lock_wait_s"] = lock_wait_s  # other experiments, not ours
                 record["run"]["path"] = common.display_path(run_dir)
                 trace_mod.write_trace(run_dir, record)
