@@ -34,7 +34,7 @@ def attempt_until_ok(execute: Callable[[], dict], attempts: int, pauses: tuple =
     """Run one condition (`execute` returns its trace record) until its verdict is ok, a
     finding is not transient host trouble, or `attempts` are spent; pause between attempts,
     and hand each spoiled attempt's record to `before_retry` before the next (the emulated
-    backend slows the next attempt down where this one's datapath fell behind).
+    backend runs the next attempt slower where the host fell behind this one's frame rate).
     The record kept is the last; fidelity.earlier_attempts lists the spoiled ones (their
     reasons, findings, means, stolen CPU, time-dilation factor and the pause that followed)."""
     earlier: list[dict] = []
