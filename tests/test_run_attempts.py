@@ -62,8 +62,8 @@ def test_a_backend_refuses_a_negative_pause_or_no_attempt():
 
 
 def test_each_spoiled_attempt_is_handed_over_before_the_next_and_its_factor_recorded():
-    # the emulated backend's hook re-plans the next attempt (slower where the datapath fell
-    # behind); the attempts' factors stay in the trace beside their means
+    # the emulated backend's hook re-plans the next attempt (slower where the host fell
+    # behind its frame rate); the attempts' factors stay in the trace beside their means
     records = [_record("flagged", ("delay line", True), factor=4), _record("flagged", ("link", True), factor=5),
                _record("ok", factor=6)]
     left, seen = list(records), []

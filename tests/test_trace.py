@@ -253,9 +253,10 @@ def _as_v3_interrupted(record, repeat=True):
     as version 3 matched it to the client's partial one."""
     old = copy.deepcopy(record)
     old["schema_version"] = 3
-    for flow in old["flows"] if repeat else []:
-        s = flow["samples"]
-        s["bytes"][-1], s["throughput_bps"][-1] = s["bytes"][-2], s["throughput_bps"][-2]
+    if repeat:
+        for flow in old["flows"]:
+            s = flow["samples"]
+            s["bytes"][-1], s["throughput_bps"][-1] = s["bytes"][-2], s["throughput_bps"][-2]
     return old
 
 

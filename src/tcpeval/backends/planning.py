@@ -142,8 +142,8 @@ def makespan_s(walls: list[float], nodes: int) -> float:
 
 # A job's time limit (SLURM --time) over its expected wall time: runs retried inside the
 # backend (RUN_ATTEMPTS when the host flags one, with the pauses between them; an `auto`
-# run's next attempt one factor slower where its datapath fell behind) and slower nodes
-# (half a run more) must fit.
+# run's next attempt one factor slower where the host fell behind its frame rate) and
+# slower nodes (half a run more) must fit.
 SLOW_NODE_MARGIN = 0.5
 RETRY_PAUSES_TOTAL_S = sum(retry_pause_s(n) for n in range(1, RUN_ATTEMPTS))
 TIME_LIMIT_MIN_MIN = 10
