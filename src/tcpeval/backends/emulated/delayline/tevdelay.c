@@ -13,6 +13,11 @@
  *                                             bytes queued -> each frame, in hex
  *   tevdelay drrtest RATE_BPS QUEUE:ARRIVAL_NS:BYTES ...   the two queues' schedule for frames
  *                                             arriving so (all admitted) -> "QUEUE DEPARTURE_NS" each
+ *   tevdelay ringtest SLOTS STEPS             the link's data ring of SLOTS slots through STEPS,
+ *                                             one letter each: k the kernel fills its next slot
+ *                                             (or drops: the slot is not free), a the link admits
+ *                                             what has arrived, s it sends its oldest queued frame
+ *                                             -> "admitted A drops D cur C head H queued Q"
  *
  * Why this design (kernel without sch_netem/sch_fq/etf): the delay sits on the reverse
  * (ACK) path, where packets are few and small. Each input port has an AF_PACKET
@@ -89,10 +94,16 @@
 #define OUT_SNDBUF (64 << 20) /* bytes; the kernel doubles it */
 #define BLOCK_NR 64u /* 32768 frames per input: 24 ms of ACKs at > 1 Mpps */
 /* A data ring holds every frame the link has admitted and not yet sent -- its whole buffer,
- * which one sender can fill alone -- and the frames not yet admitted: the buffer in frames
- * of at least DATA_MIN_FRAME bytes, plus DATA_RING_SPARE frames. At 193.6 ms a one-BDP
- * buffer of 1.6 Gbps is 26,000 full frames, and the fixed 32,768 overflowed in slow start. */
+ * which one sender can fill alone -- and the frames not yet admitted. The kernel fills its
+ * slots in turn and cannot pass a slot the link still holds, so what counts is the span
+ * from the oldest frame still queued to the newest arrival: every frame that arrived while
+ * the queue drained, the tail drops between the queued ones included. A slow start's
+ * overshoot sends up to twice the link's rate into a full buffer, half of it dropped, so
+ * that span is two buffers and more: the ring takes DATA_SPAN_BUFFERS buffers in frames of
+ * at least DATA_MIN_FRAME bytes, plus DATA_RING_SPARE frames. (One buffer plus the spare,
+ * 46,592 slots for the 30-MB buffer of 24.2 ms at 9.85 Gbps, filled in BIC's overshoot.) */
 #define DATA_MIN_FRAME 1000u
+#define DATA_SPAN_BUFFERS 3u
 #define DATA_RING_SPARE 16384u /* and an ACK ring: the ACKs of one delay, and as many spare */
 #define LINK_FIFO (1u << 17) /* frames admitted to the link, not yet sent (power of 2) */
 #define WINDOW_SLACK_NS 1000 /* a batch's head leaves this much after its window opens: the loop */
@@ -643,7 +654,13 @@ static int link_admit(struct link *L, int64_t real)
 		int64_t best_ts = INT64_MAX;
 		for (int i = 0; i < L->nin; i++) {
 			struct tpacket2_hdr *h = frame(&L->rings[i], L->rings[i].cur);
-			if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
+			/* a slot the link took on the ring's last lap and still holds is no arrival:
+			 * the ring is full, and the kernel drops (ring_drops) until the frame is sent.
+			 * Taken for one, the frame went into the queue twice and the cursor ran ahead
+			 * of the kernel's: every later arrival sat unread behind it, the flow stalled
+			 * for good (BIC's overshoot at 24.2 ms, 2026-12-02). */
+			uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+			if (!(st & TP_STATUS_USER) || (st & TP_STATUS_USER_SEEN))
 				continue;
 			int64_t ts = frame_time(h, real, &L->ts_fallback);
 			if (ts < best_ts) {
@@ -656,6 +673,7 @@ static int link_admit(struct link *L, int64_t real)
 		seen++;
 		struct ring *r = &L->rings[best];
 		struct tpacket2_hdr *h = frame(r, r->cur);
+		h->tp_status |= TP_STATUS_USER_SEEN; /* taken: until the link gives it back (KERNEL) */
 		r->cur = (r->cur + 1) % r->frames;
 		uint8_t *eth = (uint8_t *)h + h->tp_mac;
 		if (h->tp_snaplen >= 14 && (eth[12] != 0x08 || eth[13] != 0x00)) {
@@ -997,7 +1015,7 @@ static int cmd_line(int argc, char **argv)
 	L.ecn.min_marked_backlog = INT64_MAX;
 	L.ecn.max_unmarked_backlog = -1;
 	if (L.on) {
-		uint64_t frames = (uint64_t)L.buffer_bytes / DATA_MIN_FRAME + DATA_RING_SPARE;
+		uint64_t frames = DATA_SPAN_BUFFERS * (uint64_t)L.buffer_bytes / DATA_MIN_FRAME + DATA_RING_SPARE;
 		unsigned blocks = (unsigned)((frames * FRAME_SIZE + BLOCK_SIZE - 1) / BLOCK_SIZE);
 		for (int k = 0; k < ndata; k++)
 			open_ring(&L.rings[L.nin++], data_in[k], 1, blocks > BLOCK_NR ? blocks : BLOCK_NR);
@@ -1494,6 +1512,62 @@ static int cmd_drrtest(int argc, char **argv)
 	return 0;
 }
 
+/* tevdelay ringtest SLOTS STEPS: the link's admission (link_admit) on a data ring of SLOTS
+ * slots in memory, the kernel's part played as it plays it -- a frame goes into the next
+ * slot in turn only if that slot is free (TP_STATUS_KERNEL), or is dropped -- and a send
+ * gives the oldest queued frame's slot back. Tests pin that a slot the link still holds is
+ * never taken for an arrival when the kernel has come round to it. */
+static int cmd_ringtest(int argc, char **argv)
+{
+	if (argc != 4 || atoi(argv[2]) < 1)
+		return 2;
+	static struct link L;
+	L.rings[0].frames = (unsigned)atoi(argv[2]);
+	L.rings[0].map = calloc(L.rings[0].frames, FRAME_SIZE);
+	L.fifo = calloc(LINK_FIFO, sizeof(*L.fifo));
+	if (!L.rings[0].map || !L.fifo)
+		return 2;
+	L.nin = 1;
+	L.nroutes = 1;
+	L.routes[0].ip = htonl(0x0a4d640b); /* 10.77.100.11 */
+	L.buffer_bytes = 1LL << 40;          /* no tail drop: every frame stays queued */
+	L.ns_per_byte = 8.0;                 /* 1 Gb/s */
+	L.epoch = now_ns(CLOCK_REALTIME);
+	unsigned head = 0, drops = 0;
+	for (const char *c = argv[3]; *c; c++) {
+		if (*c == 'k') {
+			struct tpacket2_hdr *h = frame(&L.rings[0], head);
+			if (h->tp_status != TP_STATUS_KERNEL) {
+				drops++;
+				continue;
+			}
+			uint8_t *eth = (uint8_t *)h + 66;
+			memset(eth, 0, 60);
+			eth[12] = 0x08;
+			eth[14] = 0x45;
+			eth[23] = 6;
+			memcpy(eth + 30, &L.routes[0].ip, 4);
+			int64_t t = now_ns(CLOCK_REALTIME);
+			*h = (struct tpacket2_hdr){.tp_len = 60, .tp_snaplen = 60, .tp_mac = 66, .tp_net = 80,
+						   .tp_sec = (uint32_t)(t / 1000000000LL),
+						   .tp_nsec = (uint32_t)(t % 1000000000LL)};
+			__atomic_store_n(&h->tp_status, TP_STATUS_USER, __ATOMIC_RELEASE);
+			head = (head + 1) % L.rings[0].frames;
+		} else if (*c == 'a') {
+			link_admit(&L, now_ns(CLOCK_REALTIME));
+		} else if (*c == 's') {
+			if (L.head != L.tail)
+				__atomic_store_n(&L.fifo[L.head++ & (LINK_FIFO - 1)].h->tp_status, TP_STATUS_KERNEL,
+						 __ATOMIC_RELEASE);
+		} else {
+			return 2;
+		}
+	}
+	printf("admitted %" PRIu64 " drops %u cur %u head %u queued %u\n", L.admitted, drops, L.rings[0].cur, head,
+	       L.tail - L.head);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "line"))
@@ -1508,6 +1582,8 @@ int main(int argc, char **argv)
 		return cmd_ecntest(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "drrtest"))
 		return cmd_drrtest(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "ringtest"))
+		return cmd_ringtest(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "awake"))
 		return cmd_awake(argc, argv);
 	fprintf(stderr, "usage: tevdelay line|echo|probe|awake ...\n");
