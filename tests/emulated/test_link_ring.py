@@ -35,3 +35,11 @@ def test_the_cursor_stays_with_the_kernel_once_the_held_frame_is_sent(art):
 def test_arrivals_are_admitted_in_order_while_the_ring_has_room(art):
     got = ring(art, 8, "kkakkkas" + "kka")
     assert got == {"admitted": 7, "drops": 0, "cur": 7, "head": 7, "queued": 6}
+
+
+def test_a_slot_count_that_is_not_a_whole_positive_number_is_refused_with_usage(art):
+    for slots in ("0", "12abc", "-3", ""):
+        out = subprocess.run([str(art.tevdelay), "ringtest", slots, "k"],
+                             capture_output=True, text=True)
+        assert out.returncode == 2, slots
+        assert "usage: tevdelay ringtest SLOTS" in out.stderr, slots

@@ -85,7 +85,9 @@
 #include "segment_mark.h" /* the ACKs get the same mark as the data */
 
 #define MAX_IN 16 /* one per ACK port: plan.MAX_FLOWS pairs */
-#define TP_STATUS_USER_SEEN (1u << 30) /* ours: frame already inspected */
+/* ours, never set by the kernel: the frame is taken by the link (link_admit) until sent,
+ * or, on the ACK rings, already counted in the timestamp checks */
+#define TP_STATUS_USER_SEEN (1u << 30)
 #define MAX_ROUTES 32
 #define MAX_HELD 6 /* "held back" thresholds in the stats */
 #define BATCH 16 /* bounds the work done per send call (ACK processing downstream) */
@@ -1519,10 +1521,14 @@ static int cmd_drrtest(int argc, char **argv)
  * never taken for an arrival when the kernel has come round to it. */
 static int cmd_ringtest(int argc, char **argv)
 {
-	if (argc != 4 || atoi(argv[2]) < 1)
+	char *end = NULL;
+	long slots = argc == 4 ? strtol(argv[2], &end, 10) : 0;
+	if (slots < 1 || slots > (1L << 24) || *end) {
+		fprintf(stderr, "usage: tevdelay ringtest SLOTS(1..16777216) STEPS\n");
 		return 2;
+	}
 	static struct link L;
-	L.rings[0].frames = (unsigned)atoi(argv[2]);
+	L.rings[0].frames = (unsigned)slots;
 	L.rings[0].map = calloc(L.rings[0].frames, FRAME_SIZE);
 	L.fifo = calloc(LINK_FIFO, sizeof(*L.fifo));
 	if (!L.rings[0].map || !L.fifo)
