@@ -205,6 +205,17 @@ def test_a_run_records_its_wall_time_and_the_attempts_it_took(design):
     assert np.isnan(row["wall_s"]) and row["attempts"] == 1
 
 
+def _end_with_part(record: dict, length_s: float, rate_bps: float) -> None:
+    """Appends to the first flow's samples a last interval of length_s at rate_bps (the other
+    columns as the interval before it)."""
+    s = record["flows"][0]["samples"]
+    for key in s:
+        s[key] = s[key] + [s[key][-1]]
+    s["t_s"][-1] = s["t_s"][-2] + length_s
+    s["bytes"][-1] = rate_bps * length_s / 8
+    s["throughput_bps"][-1] = rate_bps
+
+
 def test_a_stopped_runs_last_fragment_of_an_interval_is_no_interval_throughput(design):
     # the run stopped 3 ms into an interval: that fragment's rate (tens of Gbit/s of bytes
     # from the buffers) would swell the run's intervals, and its bytes, most of which
@@ -214,12 +225,7 @@ def test_a_stopped_runs_last_fragment_of_an_interval_is_no_interval_throughput(d
                 if c.criterion == "responsiveness")
     record = synthetic.make_record(cond)
     plain, _, _ = extract.summarise(record)
-    s = record["flows"][0]["samples"]
-    for key in s:
-        s[key] = s[key] + [s[key][-1]]
-    s["t_s"][-1] = s["t_s"][-2] + 0.003
-    s["bytes"][-1] = 5e7                          # 133 Gbit/s over 3 ms
-    s["throughput_bps"][-1] = 5e7 * 8 / 0.003
+    _end_with_part(record, 0.003, 5e7 * 8 / 0.003)    # 5e7 bytes: 133 Gbit/s over 3 ms
     row, _, _ = extract.summarise(record)
     assert row["mean_hw_bps"] == pytest.approx(plain["mean_hw_bps"])
     assert row["q75_bps"] == pytest.approx(plain["q75_bps"])
@@ -236,13 +242,7 @@ def test_a_stopped_runs_last_part_of_an_interval_holds_what_arrived_after_the_st
                 if c.criterion == "responsiveness")
     record = _precision_record(cond, "after_warmup", 8.0)
     plain, _, _ = extract.summarise(record)
-    s = record["flows"][0]["samples"]
-    dt = cond.interval_s
-    for key in s:
-        s[key] = s[key] + [s[key][-1]]
-    s["t_s"][-1] = s["t_s"][-2] + 0.686 * dt
-    s["bytes"][-1] = 10.9e9 * 0.686 * dt / 8
-    s["throughput_bps"][-1] = 10.9e9
+    _end_with_part(record, 0.686 * cond.interval_s, 10.9e9)
     row, _, _ = extract.summarise(record)
     assert row["mean_bps"] == pytest.approx(plain["mean_bps"])
     assert row["q75_bps"] == pytest.approx(plain["q75_bps"])
