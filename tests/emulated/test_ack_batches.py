@@ -7,6 +7,7 @@ interrupted once per batch. The link engine's data rings hold its whole buffer
 from __future__ import annotations
 
 import pytest
+from emulated_helpers import assert_ok_unless_the_host_fell_behind
 
 from tcpeval.spec import adhoc_condition
 
@@ -36,12 +37,10 @@ def test_acks_leave_in_batches_within_half_a_quantum_and_a_lone_probe_on_time(ba
     assert line["forwarded"] / line["batches"] >= min(3.0, 0.5 * acks_per_s * q / 1e9), line
     # a lone frame is not held for a batch: the idle probes see the setting, not Q/2 more
     assert abs(rec["measured"]["rtt_ms"] - RTT_MS) <= q / 4 / 1e6, rec["measured"]["rtt_probe"]
-    # and the batches spoil nothing the verdict judges (ACK clock, RTT, host queueing): the
-    # run is ok, or flagged only because the host fell behind the frame rate, which no
-    # release rule mends and calibration judges (in one CI run a busy vCPU held 106 of
-    # 50,368 ACKs 2-4.3 ms, in each of five attempts)
-    verdict = rec["fidelity"]
-    assert verdict["verdict"] == "ok" or all(f.get("fell_behind") for f in verdict["findings"]), verdict["reasons"]
+    # and the batches spoil nothing the verdict judges (ACK clock, RTT, host queueing); a
+    # host that fell behind the frame rate is no release rule's fault (in one CI run a busy
+    # vCPU held 106 of 50,368 ACKs 2-4.3 ms, in each of five attempts)
+    assert_ok_unless_the_host_fell_behind(rec)
 
 
 def test_the_link_engines_data_ring_holds_its_whole_buffer(backend_once, rate_on, tmp_path, monkeypatch):

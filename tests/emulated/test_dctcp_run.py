@@ -7,7 +7,12 @@ import time
 from dataclasses import replace
 
 import pytest
-from emulated_helpers import TEST_ATTEMPTS, nothing_left, run_id_of
+from emulated_helpers import (
+    TEST_ATTEMPTS,
+    assert_ok_unless_the_host_fell_behind,
+    nothing_left,
+    run_id_of,
+)
 
 from tcpeval import trace
 from tcpeval.backends import fidelity
@@ -111,7 +116,7 @@ def test_dctcp_cuts_by_the_marked_fraction_and_keeps_the_link_full(backend, back
     flow = dctcp["flows"][0]
     assert flow["cc"]["verified"] == "dctcp_tev" and flow["cc"]["receiver"] == "dctcp_tev"
     assert flow["cc"]["ecn"] == {"negotiated": True, "response": "marked_fraction"}
-    assert reno["fidelity"]["verdict"] == "ok", reno["fidelity"]["reasons"]
+    assert_ok_unless_the_host_fell_behind(reno)
     assert not _findings_but_skipped_hooks(dctcp), dctcp["fidelity"]["reasons"]
     for record in (dctcp, reno):
         ecn = record["measured"]["ecn"]

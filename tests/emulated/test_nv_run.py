@@ -3,7 +3,11 @@ grows, so its senders see an RTT near the path's own where Reno fills the buffer
 from __future__ import annotations
 
 import pytest
-from emulated_helpers import nothing_left, run_id_of
+from emulated_helpers import (
+    assert_ok_unless_the_host_fell_behind,
+    nothing_left,
+    run_id_of,
+)
 
 from tcpeval import trace
 from tcpeval.condition import HEADER_BYTES, MSS_BYTES, payload_ceiling_bps
@@ -54,7 +58,7 @@ def test_nv_keeps_the_queue_near_its_pad_where_reno_fills_the_buffer(backend, tm
         assert nothing_left(run_id_of(run_dir))
     nv, reno = records["nv"], records["reno"]
     assert nv["flows"][0]["cc"]["verified"] == "nv_tev"
-    assert nv["fidelity"]["verdict"] == "ok", nv["fidelity"]["reasons"]
+    assert_ok_unless_the_host_fell_behind(nv)
     # NV: about its pad queued (11-13 packets at 0.1-0.5 Gbit/s here; the standing queue of
     # several pads its port once kept after a minimum relearnt fails); Reno's sawtooth
     # between an empty and a full buffer: about half of it (45-49 of 83 packets)

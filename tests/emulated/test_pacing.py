@@ -6,7 +6,11 @@ send 2 x cwnd per RTT in slow start, a round's ACKs would spread over half an RT
 from __future__ import annotations
 
 import pytest
-from emulated_helpers import nothing_left, run_id_of
+from emulated_helpers import (
+    assert_ok_unless_the_host_fell_behind,
+    nothing_left,
+    run_id_of,
+)
 
 from tcpeval.spec import adhoc_condition
 
@@ -20,7 +24,7 @@ def test_port_senders_do_not_pace_so_hystart_leaves_slow_start_near_the_bdp(back
     cond = adhoc_condition(["cubic"], rtt_ms, 0.0, 1.0, impl="port", rate_bps=rate, seed=11,
                            dilation=1)
     record = backend.run(cond, tmp_path)
-    assert record["fidelity"]["verdict"] == "ok", record["fidelity"]["reasons"]
+    assert_ok_unless_the_host_fell_behind(record)
     traffic = record["mechanisms"]["traffic"]
     assert traffic["sender_default_cc"] == {"s1": "reno"}
     assert traffic["pacing"].startswith("none")
