@@ -142,6 +142,22 @@ class Dumbbell:
             if proc.returncode:
                 raise RuntimeError(f"nft failed: {proc.stderr}")
 
+    def host_faults(self) -> dict:
+        """What the host, not the path, did to the dumbbell's flows so far: frames its
+        devices dropped on their way in (a CPU's input backlog full: a loaded host behind
+        a burst; the tbf queue itself never drops) and the sender's retransmission
+        timeouts (a stall longer than the RTO). Compare two readings around a flow."""
+        dropped = 0
+        for ns in (self.S, self.M, self.D):
+            for link in json.loads(sh("ip", "-n", ns, "-s", "-j", "link", "show").stdout or "[]"):
+                dropped += link.get("stats64", {}).get("rx", {}).get("dropped", 0)
+        lines = sh("ip", "netns", "exec", self.S, "cat", "/proc/net/netstat").stdout.splitlines()
+        timeouts = 0
+        for names, values in zip(lines, lines[1:]):
+            if names.startswith("TcpExt:") and values.startswith("TcpExt:") and names != values:
+                timeouts = int(dict(zip(names.split(), values.split())).get("TCPTimeouts", 0))
+        return {"input drops": dropped, "timeouts": timeouts}
+
     def teardown(self):
         for ns in reversed(self.created):
             sh("ip", "netns", "del", ns, check=False)

@@ -251,12 +251,22 @@ def test_lp316_yields_to_its_own_queue_with_timestamps(dumbbell):
     # indications, cwnd 1 within inference -- with no loss at all (the queue never drops).
     for ns in (dumbbell.S, dumbbell.D):
         subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_timestamps=2"], check=True)
+    # A flow the host itself harmed is measured again, up to three times: on CI's loaded
+    # host a burst once overflowed a CPU's input backlog (a loss the path does not have)
+    # and LP halved for it (one ssthresh() call), which says nothing about LP.
     with cc.loaded("lp") as h:
-        g0 = cc.guard_stats(h)
-        rep = dumbbell.flow(h.kernel_name, 1.2)
-        g1 = cc.guard_stats(h)
+        for _ in range(3):
+            g0, f0 = cc.guard_stats(h), dumbbell.host_faults()
+            rep = dumbbell.flow(h.kernel_name, 1.2, probe=True)
+            g1, f1 = cc.guard_stats(h), dumbbell.host_faults()
+            faults = {k: f1[k] - f0[k] for k in f1 if f1[k] != f0[k]}
+            if not faults:
+                break
+    assert not faults, f"the host dropped or stalled this flow in three tries: {faults}"
     cwnd = [x[CWND] for x in rep["samples"]]
-    assert g1["reductions"] == g0["reductions"]          # no loss, no ssthresh() call
+    states = [(e["old"], e["new"], e["cwnd"], e["total_retrans"]) for e in rep["events"]]
+    # no loss, no ssthresh() call (on failure: the kernel's state changes of the flow)
+    assert g1["reductions"] == g0["reductions"], states
     assert max(x[RETRANS] for x in rep["samples"]) == 0
     # Without a loss, only LP's own inference takes cwnd to 1, and holds it there for
     # a while (>= 50 samples, ~15 ms). How long depends on the host's delay noise: 48-99 %
