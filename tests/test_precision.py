@@ -5,6 +5,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from statistics import NormalDist
 
 import numpy as np
@@ -286,6 +287,45 @@ def test_decision_record_is_strict_json_with_the_rule_cut_and_widths():
     assert record["warmup"]["cut_s"] == pytest.approx(times[decision.warmup_cut_index - 1])
     assert record["mean"]["relative_half_width"] == pytest.approx(
         decision.mean.relative_half_width)
+
+
+def _running(rule: StopRule, **changes):
+    """A decision of a run still going (noisy series, wide intervals), then `changes`."""
+    n = 300
+    values = ar1_series(1, n, 0.9, 30.0, first_seed=3)[0]
+    decision = decide(rule, times_of(n), values, loss_events=0, elapsed_s=n * SAMPLE_S)
+    assert not decision.stop
+    return replace(decision, **changes)
+
+
+def test_the_expected_stop_is_the_later_of_the_projection_and_the_loss_event_floor():
+    rule = StopRule(half_width=0.05, max_s=300, min_loss_events=100)
+    # 25 loss events in 100 s: the floor of 100 at 400 s, after the projection (150 s),
+    # but the cap comes first
+    assert _running(rule, elapsed_s=100.0, projected_s=150.0, loss_events=25).expected_stop_s() == 300
+    roomy = StopRule(half_width=0.05, max_s=1000, min_loss_events=100)
+    assert _running(roomy, elapsed_s=100.0, projected_s=150.0, loss_events=25).expected_stop_s() == 400
+    assert _running(roomy, elapsed_s=100.0, projected_s=150.0, loss_events=120).expected_stop_s() == 150
+    late_min = StopRule(half_width=0.05, max_s=1000, min_loss_events=100, min_s=500)
+    assert _running(late_min, elapsed_s=100.0, projected_s=150.0, loss_events=120).expected_stop_s() == 500
+    # no loss event yet below the floor, or no finite interval: not foreseeable
+    assert _running(roomy, elapsed_s=100.0, projected_s=150.0, loss_events=0).expected_stop_s() is None
+    assert _running(roomy, elapsed_s=100.0, projected_s=None, loss_events=120).expected_stop_s() is None
+
+
+def test_progress_names_the_floor_the_widths_against_the_target_and_the_expected_stop():
+    rule = StopRule(half_width=0.05, max_s=1000, min_loss_events=100)
+    running = _running(rule, elapsed_s=100.0, projected_s=150.0, loss_events=25)
+    line = running.progress(offset_s=12.0)
+    mean = f"mean +-{100 * running.mean.relative_half_width:.1f} %"
+    widest = max(running.quantiles.items(), key=lambda item: item[1].relative_half_width)
+    assert line.startswith(f"25/100 loss events; {mean}")
+    if widest[1].relative_half_width > running.mean.relative_half_width:
+        assert f"Q{widest[0] * 100:g} +-{100 * widest[1].relative_half_width:.1f} %" in line
+    assert "(target 5 %); stop expected near 412 s" in line      # 400 s + the offset
+    capped = _running(rule, elapsed_s=100.0, projected_s=1000.0, loss_events=120).progress()
+    assert capped.startswith("120 loss events;") and capped.endswith("at this pace not before max_s (1000 s)")
+    assert _running(rule, loss_events=0).progress().endswith("stop not yet foreseeable")
 
 
 def test_decide_refuses_samples_of_different_lengths():

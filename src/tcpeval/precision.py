@@ -474,6 +474,48 @@ class Decision:
     independence: Independence | None = None
     projected_s: float | None = None
 
+    def expected_stop_s(self) -> float | None:
+        """When the run should stop at its pace so far: the later of `projected_s` and,
+        below the loss-event floor, the time the floor is met if losses keep their rate
+        so far (and min_s), at most max_s; `elapsed_s` once it stops; None while that
+        cannot be told (no finite interval yet, or no loss event yet below the floor)."""
+        if self.stop:
+            return self.elapsed_s
+        if self.projected_s is None:
+            return None
+        expected = self.projected_s
+        if self.loss_events < self.rule.min_loss_events:
+            if self.loss_events == 0:
+                return None
+            expected = max(expected, self.elapsed_s * self.rule.min_loss_events / self.loss_events)
+        if self.rule.min_s is not None:
+            expected = max(expected, self.rule.min_s)
+        return min(expected, self.rule.max_s)
+
+    def progress(self, offset_s: float = 0.0) -> str:
+        """One line on how far a running run is from its rule, for its log: loss events
+        (against the floor), the mean's and the widest interval's half-width against the
+        target, and when it should stop (offset_s added to the times, to count them as
+        the log does)."""
+        rule = self.rule
+        events = (f"{self.loss_events}/{rule.min_loss_events} loss events"
+                  if self.loss_events < rule.min_loss_events else f"{self.loss_events} loss events")
+        named = [("mean", self.mean), *((_quantile_label(q), i) for q, i in self.quantiles.items())]
+        widest_name, widest = max(named, key=lambda item: item[1].relative_half_width)
+        widths = f"mean +-{_percent(self.mean.relative_half_width)}"
+        if widest is not self.mean and widest.relative_half_width > self.mean.relative_half_width:
+            widths += f", {widest_name} +-{_percent(widest.relative_half_width)}"
+        expected = self.expected_stop_s()
+        if self.stop:
+            when = "stopping"
+        elif expected is None:
+            when = "stop not yet foreseeable"
+        elif expected >= rule.max_s:
+            when = f"at this pace not before max_s ({rule.max_s + offset_s:.0f} s)"
+        else:
+            when = f"stop expected near {expected + offset_s:.0f} s"
+        return f"{events}; {widths} (target {rule.half_width * 100:g} %); {when}"
+
     def record(self) -> dict:
         """A JSON-serialisable summary for a trace (no inf or NaN)."""
         return {

@@ -100,6 +100,11 @@ class PrecisionWatch:
             return self.decision
         return None
 
+    def progress(self) -> str:
+        """How far the run is from its rule, by the last decision (physical seconds after
+        t0, as the run's log counts them); empty before the first decision."""
+        return self.decision.progress(self.flow_start_s) if self.decision else ""
+
     def wake_at(self) -> float | None:
         """When (s after t0) the next sample is due, for the traffic loop's sleep."""
         return self.next_at

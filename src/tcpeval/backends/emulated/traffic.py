@@ -368,7 +368,8 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
         if now > deadline:
             raise BackendError(f"flows did not finish within duration + {grace_s:.0f} s")
         if now >= next_note:
-            log(f"... {now - t0:.0f}/{plan.duration_s:g} s")
+            precision = watch.progress() if watch and stopped_at is None else ""
+            log(f"... {now - t0:.0f}/{plan.duration_s:g} s" + (f"; precision: {precision}" if precision else ""))
             next_note += 5.0
         wake = [t0 + m for m in marks[:1]] + ([t0 + plan.duration_s] if at_end else [])
         if watch and stopped_at is None and watch.wake_at() is not None:
