@@ -503,7 +503,7 @@ class Decision:
         named = [("mean", self.mean), *((_quantile_label(q), i) for q, i in self.quantiles.items())]
         widest_name, widest = max(named, key=lambda item: item[1].relative_half_width)
         widths = f"mean +-{_percent(self.mean.relative_half_width)}"
-        if widest is not self.mean and widest.relative_half_width > self.mean.relative_half_width:
+        if widest.relative_half_width > self.mean.relative_half_width:
             widths += f", {widest_name} +-{_percent(widest.relative_half_width)}"
         expected = self.expected_stop_s()
         if self.stop:

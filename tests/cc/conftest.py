@@ -147,15 +147,10 @@ class Dumbbell:
         devices dropped on their way in (a CPU's input backlog full: a loaded host behind
         a burst; the tbf queue itself never drops) and the sender's retransmission
         timeouts (a stall longer than the RTO). Compare two readings around a flow."""
-        dropped = 0
-        for ns in (self.S, self.M, self.D):
-            for link in json.loads(sh("ip", "-n", ns, "-s", "-j", "link", "show").stdout or "[]"):
-                dropped += link.get("stats64", {}).get("rx", {}).get("dropped", 0)
-        lines = sh("ip", "netns", "exec", self.S, "cat", "/proc/net/netstat").stdout.splitlines()
-        timeouts = 0
-        for names, values in zip(lines, lines[1:]):
-            if names.startswith("TcpExt:") and values.startswith("TcpExt:") and names != values:
-                timeouts = int(dict(zip(names.split(), values.split())).get("TCPTimeouts", 0))
+        from tcpeval.backends.emulated.counters import input_drops, net_counters
+        devs = [self.s_if, self.m1_if, self.m2_if, self.d_if]
+        dropped = sum(sum(input_drops(ns, devs).values()) for ns in (self.S, self.M, self.D))
+        timeouts = net_counters(self.S, {"TcpExt": ("TCPTimeouts",)}).get("TCPTimeouts", 0)
         return {"input drops": dropped, "timeouts": timeouts}
 
     def teardown(self):
