@@ -389,3 +389,13 @@ def test_precision_imports_neither_backends_nor_analysis():
         capture_output=True, text=True, check=True).stdout.split()
     assert "tcpeval.precision" in loaded
     assert not [m for m in loaded if m.startswith(("tcpeval.backends", "tcpeval.analysis"))]
+
+
+def test_progress_says_no_interval_yet_rather_than_an_infinite_width():
+    rule = StopRule(half_width=0.05, max_s=1000, min_loss_events=100)
+    early = decide(rule, times_of(10), [9.0] * 10, loss_events=3, elapsed_s=10 * SAMPLE_S)
+    line = early.progress()
+    assert "inf" not in line
+    assert line.startswith(f"3/100 loss events; no interval yet ({precision.NOT_ENOUGH_SAMPLES}: ")
+    assert line.endswith("(target 5 %); stop not yet foreseeable")
+

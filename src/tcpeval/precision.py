@@ -502,9 +502,13 @@ class Decision:
                   if self.loss_events < rule.min_loss_events else f"{self.loss_events} loss events")
         named = [("mean", self.mean), *((_quantile_label(q), i) for q, i in self.quantiles.items())]
         widest_name, widest = max(named, key=lambda item: item[1].relative_half_width)
-        widths = f"mean +-{_percent(self.mean.relative_half_width)}"
-        if widest.relative_half_width > self.mean.relative_half_width:
-            widths += f", {widest_name} +-{_percent(widest.relative_half_width)}"
+        if not math.isfinite(self.mean.relative_half_width):
+            # early in a run, or a mean of zero: "+-inf" would read as a number
+            widths = f"no interval yet ({self.mean.note or 'a mean of zero'})"
+        else:
+            widths = f"mean +-{_percent(self.mean.relative_half_width)}"
+            if widest.relative_half_width > self.mean.relative_half_width:
+                widths += f", {widest_name} +-{_percent(widest.relative_half_width)}"
         expected = self.expected_stop_s()
         if self.stop:
             when = "stopping"
