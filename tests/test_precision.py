@@ -398,4 +398,9 @@ def test_progress_says_no_interval_yet_rather_than_an_infinite_width():
     assert "inf" not in line
     assert line.startswith(f"3/100 loss events; no interval yet ({precision.NOT_ENOUGH_SAMPLES}: ")
     assert line.endswith("(target 5 %); stop not yet foreseeable")
+    # a quantile without an interval while the mean has one: named as such, not "+-inf"
+    running = _running(rule)
+    lone = replace(running, quantiles={**running.quantiles, 0.25: replace(
+        running.quantiles[0.25], half_width=math.inf, relative_half_width=math.inf)})
+    assert "Q25: no interval yet" in lone.progress() and "inf" not in lone.progress()
 

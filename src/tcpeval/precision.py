@@ -507,7 +507,9 @@ class Decision:
             widths = f"no interval yet ({self.mean.note or 'a mean of zero'})"
         else:
             widths = f"mean +-{_percent(self.mean.relative_half_width)}"
-            if widest.relative_half_width > self.mean.relative_half_width:
+            if not math.isfinite(widest.relative_half_width):
+                widths += f", {widest_name}: no interval yet"
+            elif widest.relative_half_width > self.mean.relative_half_width:
                 widths += f", {widest_name} +-{_percent(widest.relative_half_width)}"
         expected = self.expected_stop_s()
         if self.stop:
