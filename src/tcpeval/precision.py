@@ -502,9 +502,11 @@ class Decision:
                   if self.loss_events < rule.min_loss_events else f"{self.loss_events} loss events")
         named = [("mean", self.mean), *((_quantile_label(q), i) for q, i in self.quantiles.items())]
         widest_name, widest = max(named, key=lambda item: item[1].relative_half_width)
-        if not math.isfinite(self.mean.relative_half_width):
-            # early in a run, or a mean of zero: "+-inf" would read as a number
-            widths = f"no interval yet ({self.mean.note or 'a mean of zero'})"
+        if not math.isfinite(self.mean.half_width):
+            # early in a run: "+-inf" would read as a number
+            widths = f"no interval yet ({self.mean.note})"
+        elif not math.isfinite(self.mean.relative_half_width):
+            widths = "a mean of zero: no relative width"
         else:
             widths = f"mean +-{_percent(self.mean.relative_half_width)}"
             if not math.isfinite(widest.relative_half_width):
