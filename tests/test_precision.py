@@ -403,3 +403,6 @@ def test_progress_says_no_interval_yet_rather_than_an_infinite_width():
     lone = replace(running, quantiles={**running.quantiles, 0.25: replace(
         running.quantiles[0.25], half_width=math.inf, relative_half_width=math.inf)})
     assert "Q25: no interval yet" in lone.progress() and "inf" not in lone.progress()
+    # a mean of zero has an interval but no relative width: said so, not "no interval yet"
+    stalled = replace(running, mean=replace(running.mean, estimate=0.0, relative_half_width=math.inf))
+    assert "a mean of zero: no relative width" in stalled.progress()
