@@ -406,3 +406,6 @@ def test_progress_says_no_interval_yet_rather_than_an_infinite_width():
     # a mean of zero has an interval but no relative width: said so, not "no interval yet"
     stalled = replace(running, mean=replace(running.mean, estimate=0.0, relative_half_width=math.inf))
     assert "a mean of zero: no relative width" in stalled.progress()
+    zero_q25 = replace(running, quantiles={**running.quantiles, 0.25: replace(
+        running.quantiles[0.25], estimate=0.0, relative_half_width=math.inf)})
+    assert "Q25 of zero: no relative width" in zero_q25.progress()

@@ -509,8 +509,11 @@ class Decision:
             widths = "a mean of zero: no relative width"
         else:
             widths = f"mean +-{_percent(self.mean.relative_half_width)}"
-            if not math.isfinite(widest.relative_half_width):
+            if not math.isfinite(widest.half_width):
                 widths += f", {widest_name}: no interval yet"
+            elif not math.isfinite(widest.relative_half_width):
+                # a quartile of zero (timeouts in a quarter of the intervals) has an interval
+                widths += f", {widest_name} of zero: no relative width"
             elif widest.relative_half_width > self.mean.relative_half_width:
                 widths += f", {widest_name} +-{_percent(widest.relative_half_width)}"
         expected = self.expected_stop_s()
