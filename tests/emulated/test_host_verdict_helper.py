@@ -10,7 +10,7 @@ LATE_LINK = {"check": "link", "transient": True, "text": "link: 354/33390 data f
 STALLED = {"check": "delay line", "transient": True, "text": "delay line: 40 frames in host stalls",
            "fell_behind": True, "host_stall": True}
 LOADED = {"check": "loaded RTT", "transient": True, "text": "loaded RTT: 7.82 ms above 7.66"}
-ACK_CLOCK = {"check": "ack clock", "transient": False, "text": "ack clock: 4 segments per ACK"}
+ACK_CLOCK = {"check": "ACK clock", "transient": False, "text": "ACK clock: 4 segments per ACK"}
 
 
 def _record(*findings: dict) -> dict:
