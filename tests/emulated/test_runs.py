@@ -97,9 +97,8 @@ def test_bottleneck_delivers_its_configured_rate(backend_once, tmp_path, link, m
     monkeypatch.setenv("TCPEVAL_LINK", link)
     cal = backend.calibrate(force=False)
     envelope = calibrate.envelope_rate(cal, link, 1, 2.0)
-    # on a 0.1 Gbps grid, or a 0.01 one below it (a grid of 0.1 made 0.07 a rate of 0)
-    step = 1e8 if envelope >= 1e8 else 1e7
-    rate = envelope // step * step
+    # on calibration's own grid: 0.1 Gbps, finer below its floor (0.1 made 0.07 a rate of 0)
+    rate = calibrate.on_grid(envelope, calibrate.search_grid(envelope)[0])
     best = 0.0
     for k in range(2):
         cond = adhoc_condition(["cubic"], 2.0, 0.0, 4.0, impl="native", rate_bps=rate, seed=5 + k)
