@@ -34,17 +34,27 @@ def _dilation_text(factors: pd.Series) -> str:
             "and times here are the virtual path's")
 
 
+def _run_lengths(runs: list) -> str:
+    """One criterion's run lengths as the design expands them: one figure, or a range
+    where a loss-event rule sets each point's; "at most" where runs stop once precise
+    enough (the settings' duration_s alone said "60 s" of runs that last 30 s to 5 min)."""
+    lo, hi = min(r.duration_s for r in runs), max(r.duration_s for r in runs)
+    text = f"{num(lo, 0)}\\,s" if lo == hi else f"{num(lo, 0)}--{num(hi, 0)}\\,s"
+    return ("at most " if any(r.stop for r in runs) else "") + text
+
+
 def _durations(ds: T.Dataset, design: dict, campaign: str) -> str:
     parts = []
     for crit in spec.criteria_of(design, campaign):
         try:
-            d = spec.criterion_settings(design, campaign, crit)["duration_s"]
+            runs = spec.expand(design, campaign, criteria=[crit])
         except spec.SpecError:
             continue
-        parts.append((crit, d))
+        if runs:
+            parts.append((crit, _run_lengths(runs)))
     common = max({d for _, d in parts}, key=lambda d: sum(1 for _, x in parts if x == d)) if parts else None
-    text = f"{num(common, 0)}\\,s" if common is not None else NA
-    others = [f"{T.CRITERION_LABELS.get(c, c).lower()}: {num(d, 0)}\\,s" for c, d in parts if d != common]
+    text = common if common is not None else NA
+    others = [f"{T.CRITERION_LABELS.get(c, c).lower()}: {d}" for c, d in parts if d != common]
     return text + (f" ({'; '.join(others)})" if others else "")
 
 
