@@ -47,14 +47,14 @@ def test_manuscript_prose_has_no_typed_numbers():
 
 def test_the_run_lengths_sentence_says_what_the_design_expands_to(design):
     # one fixed length, with the criterion that differs named
-    assert macros._durations(None, design, "smoke") == "4\\,s (convergence: 8\\,s)"
+    assert macros._durations(spec.expand(design, "smoke")) == "4\\,s (convergence: 8\\,s)"
     # a loss-event rule gives a range (validation: 100 events, 20 s at least, 884 s at 24.2 ms, 1e-5)
-    assert macros._durations(None, design, "validation") == "20--884\\,s"
+    assert macros._durations(spec.expand(design, "validation")) == "20--884\\,s"
     # precision-driven runs last at most their length: the findings' responsiveness runs
     # (30 s without loss up to the longest the budget runs), the low-loss slice's 5 min
     longest = max(r.duration_s for r in spec.expand(design, "findings", criteria=["responsiveness"]))
-    assert macros._durations(None, design, "findings") == f"60\\,s (responsiveness: at most 30--{longest:g}\\,s)"
-    assert macros._durations(None, design, "findings-low-loss") == "at most 300\\,s"
+    assert macros._durations(spec.expand(design, "findings")) == f"60\\,s (responsiveness: at most 30--{longest:g}\\,s)"
+    assert macros._durations(spec.expand(design, "findings-low-loss")) == "at most 300\\,s"
 
 
 def test_macro_file_syntax(smoke_results, design, tmp_path):

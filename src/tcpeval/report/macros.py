@@ -43,15 +43,13 @@ def _run_lengths(runs: list) -> str:
     return ("at most " if any(r.stop for r in runs) else "") + text
 
 
-def _durations(ds: T.Dataset, design: dict, campaign: str) -> str:
-    parts = []
-    for crit in spec.criteria_of(design, campaign):
-        try:
-            runs = spec.expand(design, campaign, criteria=[crit])
-        except spec.SpecError:
-            continue
-        if runs:
-            parts.append((crit, _run_lengths(runs)))
+def _durations(runs: list) -> str:
+    """How long a campaign's runs last: the most common criterion's lengths, the others'
+    named beside them."""
+    by_criterion: dict[str, list] = {}
+    for run in runs:
+        by_criterion.setdefault(run.criterion, []).append(run)
+    parts = [(crit, _run_lengths(crit_runs)) for crit, crit_runs in by_criterion.items()]
     common = max({d for _, d in parts}, key=lambda d: sum(1 for _, x in parts if x == d)) if parts else None
     text = common if common is not None else NA
     others = [f"{T.CRITERION_LABELS.get(c, c).lower()}: {d}" for c, d in parts if d != common]
@@ -93,7 +91,8 @@ def build(ds: T.Dataset, design: dict, campaign: str, backend: str,
     eps = runs["epsilon"].dropna().unique() if len(runs) else []
     m.name("tevLambda", num(lam[0] if len(lam) == 1 else DEFAULT_LAMBDA, 2))
     m.name("tevEpsilon", num(eps[0] if len(eps) == 1 else DEFAULT_EPSILON, 2))
-    m.name("tevDurations", _durations(ds, design, campaign))
+    campaign_runs = spec.expand(design, campaign, backend)
+    m.name("tevDurations", _durations(campaign_runs))
     reps = spec.criterion_settings(design, campaign, spec.criteria_of(design, campaign)[0])["repetitions"]
     m.name("tevRepetitions", reps)
     interval = runs["interval_s"].dropna().unique() if len(runs) else []
@@ -104,7 +103,7 @@ def build(ds: T.Dataset, design: dict, campaign: str, backend: str,
     m.name("tevPaperRuns", f"{len(paper_runs):,}".replace(",", "{,}"))
     for crit, n in spec.counts_by_criterion(paper_runs).items():
         m.key(f"runs/paper/{crit}", n)
-    for crit, n in spec.counts_by_criterion(spec.expand(design, campaign, backend)).items():
+    for crit, n in spec.counts_by_criterion(campaign_runs).items():
         m.key(f"runs/campaign/{crit}", n)
     m.name("tevPaperVariants", len(design["variants"]))
     m.name("tevHighSpeedCount", len([v for v in design["variants"] if v != "reno"]))
