@@ -190,3 +190,20 @@ def test_a_run_whose_loss_bounds_its_flows_far_below_the_link_is_not_slowed_down
     lossy, lossless = _findings_run(design, 24.2, 1e-2), _findings_run(design, 24.2, 0.0)
     assert planning.plan_run(lossless, ceil).factor == 5
     assert planning.plan_run(lossy, ceil).factor == 1
+
+
+def test_a_given_faithful_rate_plans_lossy_runs_as_an_envelope_does(design):
+    # `--faithful-rate` (a cluster's nodes) has no envelope, only a rate: the loss bound
+    # applies all the same, or a lossy cell would be planned (and its job's time limit
+    # asked) at the link's factor
+    given = planning.given_ceiling("2G")
+    cal = {"links": ["tevlink"], "points": [
+        {"flows": f, "rtt_ms": r, "faithful": {"tevlink": {"rate_bps": 2e9}}}
+        for f in (1, 2) for r in (0.2, 2.2, 24.2, 193.6)]}
+    envelope = planning.Ceiling(2e9, 2e9, "test envelope", calibration=cal)
+    lossy, lossless = _findings_run(design, 24.2, 1e-2), _findings_run(design, 24.2, 0.0)
+    assert planning.plan_run(lossless, given).factor == 5
+    assert planning.plan_run(lossy, given).factor == 1
+    for run in (lossy, lossless):
+        assert planning.plan_run(run, given) == planning.plan_run(run, envelope)
+        assert planning.time_limit_min(run, given) == planning.time_limit_min(run, envelope)

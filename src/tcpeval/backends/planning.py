@@ -115,7 +115,9 @@ def plan_run(cond, ceil: Ceiling) -> RunPlan:
             from tcpeval.backends.emulated import calibrate
             k = calibrate.factor_for(ceil.calibration, cond, rate, ceil.link)[0]
         else:
-            k = dilation.factor_for(cond, rate, ceil.rate_bps) if ceil.rate_bps else 1
+            # a given rate (a cluster's nodes) plans as an envelope does: for what the
+            # flows can carry where loss bounds them below the link
+            k = dilation.factor_for(cond, dilation.rate_for_factor(cond, rate), ceil.rate_bps) if ceil.rate_bps else 1
     except dilation.DilationError as err:  # as the emulated backend would refuse it
         return RunPlan(None, expected_traffic_s(cond), 0.0, str(err), cond.duration_s, 0.0)
     expected = expected_traffic_s(cond)
