@@ -16,6 +16,10 @@ from tcpeval import spec
 # DVC's usage reports leave their JSON files in /tmp (one per command class); the tests'
 # DVC commands send none and leave nothing behind.
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+# The tests' runs neither read nor write the host's record of paths it fell behind on
+# (backends/emulated/fell_behind.py): their factors stay the envelope's, and a test run
+# that fell behind teaches a reviewer's next campaign nothing.
+os.environ.setdefault("TCPEVAL_FELL_BEHIND", "off")
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -322,6 +322,14 @@ def cmd_plan(args) -> int:
         else:
             row["factors"][p.factor] += 1
     print(f"campaign {args.campaign} on backend {args.backend}; {ceil.source}")
+    if ceil.calibration:
+        from tcpeval.backends.emulated import fell_behind
+        behind = fell_behind.entries(ceil.calibration)
+        if behind:
+            paths = sorted({(e["flows"], e["rtt_ms"], e["factor"]) for e in behind})
+            print(f"  this host fell behind on {len(paths)} physical path(s) under this calibration "
+                  f"({', '.join(f'{n} flow(s) at {r:g} ms, x{k}' for n, r, k in paths)}): runs there "
+                  f"start a factor slower, as planned here ({fell_behind.path()})")
     print(f"  {'criterion':16s} {'runs':>5s} {'traffic h':>10s} {'wall h':>9s}  factors (runs)")
     for name, row in rows.items():
         factors = ", ".join(f"x{k}: {n}" for k, n in sorted(row["factors"].items()))

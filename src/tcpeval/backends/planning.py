@@ -112,8 +112,9 @@ def plan_run(cond, ceil: Ceiling) -> RunPlan:
     try:
         if ceil.calibration:
             # here, not at the top: planning a testbed campaign needs nothing of the emulator
-            from tcpeval.backends.emulated import calibrate
-            k = calibrate.factor_for(ceil.calibration, cond, rate, ceil.link)[0]
+            from tcpeval.backends.emulated import plan as emulated_plan
+            # as a run chooses: the envelope, and above the factors this host fell behind at
+            k = emulated_plan.factor_on_host(ceil.calibration, cond, rate, ceil.link)[0]
         else:
             # a given rate (a cluster's nodes) plans as an envelope does: for what the
             # flows can carry where loss bounds them below the link

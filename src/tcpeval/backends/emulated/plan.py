@@ -9,7 +9,7 @@ from tcpeval import cc
 from tcpeval import dilation as dilation_mod
 from tcpeval.backends import common, fidelity
 from tcpeval.backends.base import ConditionError, refuse_condition
-from tcpeval.backends.emulated import calibrate, host
+from tcpeval.backends.emulated import calibrate, fell_behind, host
 
 MAX_FLOWS = host.MAX_PAIRS  # sender/receiver pairs of the dumbbell (parallel-flow designs: 10)
 MIN_BUFFER_BYTES = 64 * 1024
@@ -46,6 +46,8 @@ class Plan:
     ecn_threshold_bytes: int | None = None  # ECN marking at the link (bytes queued), None: off
     flow_queues: list | None = None  # ecn_queues 2: each flow's queue (bottleneck.QUEUES); None: one
     flow_stacks: list | None = None  # each flow's endpoints' own sysctls over `stack` (a flow's ecn)
+    # factors passed over because this host fell behind their physical path (fell_behind)
+    skipped_factors: list = field(default_factory=list)
 
     @property
     def path_buffer_bytes(self) -> int:
@@ -136,11 +138,13 @@ def for_condition(condition, cal: dict, log, at_least: int = 1) -> Plan:
                              "calibrate without $TCPEVAL_LINK")
     try:
         # marks need the engine: TBF has no ECN (and fq_codel/red are not on every kernel)
-        k, link, capacity = calibrate.factor_for(cal, condition, rate, link="tevlink" if ecn else None)
-        if at_least > k:  # the same mechanism, a slower physical path
-            k, link, capacity = calibrate.factor_for(cal, replace(condition, dilation=at_least), rate, link=link)
+        k, link, capacity, skipped = factor_on_host(cal, condition, rate, link="tevlink" if ecn else None,
+                                                    at_least=at_least)
     except dilation_mod.DilationError as err:
         raise ConditionError(f"condition.{err}") from None
+    for s in skipped:
+        log(f"this host fell behind at x{s['factor']} on this physical path under its calibration "
+            f"({s['run']}, {s['at']}): x{s['factor'] + 1} instead")
     if ecn and link != "tevlink":
         raise ConditionError(f"condition.ecn_threshold_bytes: ECN marking needs the link engine (tevlink); "
                              f"this run would take {link} ($TCPEVAL_LINK)")
@@ -167,7 +171,30 @@ def for_condition(condition, cal: dict, log, at_least: int = 1) -> Plan:
                 carried_bound_bps=carried / k if carried < rate else None,
                 link=link, stop=condition.stop, ecn_threshold_bytes=ecn,
                 flow_queues=[flow_queue(f) for f in flows] if condition.ecn_queues == 2 else None,
-                flow_stacks=flow_stacks(condition))
+                flow_stacks=flow_stacks(condition), skipped_factors=skipped)
+
+
+def factor_on_host(cal: dict, condition, rate: float | None, link: str | None = None,
+                   at_least: int = 1) -> tuple[int, str, float, list]:
+    """(factor, link, capacity, skipped) of a condition on this host: the envelope's
+    factor (calibrate.factor_for), at least ``at_least`` for an `auto` one, and above each
+    factor whose physical path this host fell behind under the calibration
+    (fell_behind.known; ``skipped`` says which, and where that was seen). Runs and
+    `tcpeval plan` choose so alike."""
+    k, link, capacity = calibrate.factor_for(cal, condition, rate, link)
+    if at_least > k:  # the same mechanism, a slower physical path
+        k, link, capacity = calibrate.factor_for(cal, replace(condition, dilation=at_least), rate, link=link)
+    skipped = []
+    if dilation_mod.parse(condition.dilation) != dilation_mod.AUTO or not rate:
+        return k, link, capacity, skipped
+    carried = dilation_mod.rate_for_factor(condition, rate)
+    while k < dilation_mod.MAX_FACTOR:
+        seen = fell_behind.known(cal, len(condition.flows), condition.rtt_ms * k, carried / k)
+        if seen is None:
+            break
+        skipped.append({"factor": k, "run": seen["run"], "at": seen["at"]})
+        k, link, capacity = calibrate.factor_for(cal, replace(condition, dilation=k + 1), rate, link=link)
+    return k, link, capacity, skipped
 
 
 def slower(condition, plan: Plan, record: dict, log) -> Plan | None:

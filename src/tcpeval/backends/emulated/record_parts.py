@@ -272,6 +272,7 @@ def dilation_record(condition, plan, endpoint_sysctls: dict, route_rto_min_ms: d
                   if plan.carried_bound_bps is not None else
                   {"rate_bps": plan.rate_bps * k if plan.rate_bps else None, "from": "link rate"})
     return {"factor": k, "setting": condition.dilation, "chosen_for": chosen_for,
+            "skipped": plan.skipped_factors,
             "scaled": scaled if k > 1 else {}, "not_scaled": not_scaled if k > 1 else {}}
 
 

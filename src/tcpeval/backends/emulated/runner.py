@@ -43,6 +43,7 @@ from tcpeval.backends.emulated import (
     ccadapter,
     delay,
     engine_cpu,
+    fell_behind,
     host,
     record_parts,
     sockops,
@@ -128,9 +129,18 @@ class EmulatedBackend:
                     attempt = [self._plan(condition, art, log)]   # the next attempt's plan
 
                     def slow_down(spoiled: dict) -> None:
+                        remember(spoiled)
                         attempt[0] = plans.slower(condition, attempt[0], spoiled, log) or attempt[0]
+
+                    def remember(spoiled: dict) -> None:
+                        # the next run on this physical path starts a factor slower
+                        if fell_behind.note(attempt[0], condition, spoiled, common.display_path(run_dir)):
+                            log(f"noted: this host fell behind at x{attempt[0].dilation} on this physical "
+                                f"path ({fell_behind.path()})")
                     record = attempt_until_ok(lambda: self._execute(condition, run_dir, attempt[0], art, log),
                                               self.attempts, self.retry_pauses_s, log, before_retry=slow_down)
+                    if record["fidelity"]["verdict"] != "ok":
+                        remember(record)
                 record["measured"]["lock_wait_s"] = lock_wait_s  # other experiments, not ours
                 record["run"]["path"] = common.display_path(run_dir)
                 trace_mod.write_trace(run_dir, record)
