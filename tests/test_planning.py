@@ -207,3 +207,21 @@ def test_a_given_faithful_rate_plans_lossy_runs_as_an_envelope_does(design):
     for run in (lossy, lossless):
         assert planning.plan_run(run, given) == planning.plan_run(run, envelope)
         assert planning.time_limit_min(run, given) == planning.time_limit_min(run, envelope)
+
+
+def test_a_calibration_made_under_another_input_backlog_is_not_used(tmp_path, monkeypatch):
+    # net.core.netdev_max_backlog decides whether a slow start's burst into the switch is
+    # queued or dropped on the senders' CPU: a host that changed it calibrates again
+    from tcpeval.backends.emulated import build, calibrate
+    monkeypatch.setenv("TCPEVAL_BUILD", str(tmp_path / "build"))
+    monkeypatch.setenv("TCPEVAL_CACHE", str(tmp_path / "cache"))
+    hashes = build.source_hashes()
+    key = calibrate.host_key(hashes)
+    assert key["netdev_max_backlog"] == int(open("/proc/sys/net/core/netdev_max_backlog").read())
+    cal = {"key": {**key, "netdev_max_backlog": key["netdev_max_backlog"] + 1}, "measured_at": "test",
+           "points": [], "faithful_rate_bps": 1e9, "default_rate_bps": 0.8e9, "host_capacity_bps": 2e9}
+    calibrate.cache_path(key).parent.mkdir(parents=True)
+    calibrate.cache_path(key).write_text(json.dumps(cal))
+    assert calibrate.load(hashes) is None
+    calibrate.cache_path(key).write_text(json.dumps({**cal, "key": key}))
+    assert calibrate.load(hashes)["faithful_rate_bps"] == 1e9
