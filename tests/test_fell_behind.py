@@ -69,6 +69,10 @@ def test_each_factor_the_host_fell_behind_at_is_passed_over_in_turn(record):
     fell_behind.note(at6, PAIR, _spoiled(), "run-a")
     nxt = plans.for_condition(PAIR, cal, lambda m: None)
     assert nxt.dilation == 7 and [s["factor"] for s in nxt.skipped_factors] == [5, 6]
+    # an attempt run slower after one that started above the record keeps what was passed over
+    # (the BIC pair at 24.2 ms: x9 skipped, x10 and x11 fell behind, kept at x12)
+    at8 = plans.slower(PAIR, nxt, _spoiled(), lambda m: None)
+    assert at8.dilation == 8 and [s["factor"] for s in at8.skipped_factors] == [5, 6]
 
 
 def test_other_physical_paths_keep_the_envelopes_factor(record):

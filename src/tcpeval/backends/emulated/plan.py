@@ -217,7 +217,8 @@ def slower(condition, plan: Plan, record: dict, log) -> Plan | None:
         return None
     log(f"the host fell behind the frame rate at x{plan.dilation}: the next attempt runs at "
         f"x{nxt.dilation}, {nxt.rate_bps / 1e9:.3g} Gbps at {nxt.rtt_ms:g} ms for {nxt.duration_s:g} s")
-    return nxt
+    # the run's record of what it passed over stays with its later attempts
+    return replace(nxt, skipped_factors=[*plan.skipped_factors, *nxt.skipped_factors])
 
 
 def for_calibration(condition, rtt_ms: float, duration_s: float, rate_bps: float | None,
