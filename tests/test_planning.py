@@ -180,13 +180,18 @@ def test_plan_says_how_it_plans_precision_driven_runs_and_their_longest(capsys):
     assert row and float(row[1]) < float(row[2])            # expected, then at most
 
 
-def test_a_run_whose_loss_bounds_its_flows_far_below_the_link_is_not_slowed_down(design):
-    # an envelope of 2 Gbit/s at every RTT: the paper's link needs x5, but at 24.2 ms and
-    # p = 1e-2 one flow carries at most 0.5 Gbit/s (dilation.carried_bound_bps)
+def _envelope_2g() -> planning.Ceiling:
+    """A calibration whose envelope carries 2 Gbit/s at every RTT, one flow or two."""
     cal = {"links": ["tevlink"], "points": [
         {"flows": f, "rtt_ms": r, "faithful": {"tevlink": {"rate_bps": 2e9}}}
         for f in (1, 2) for r in (0.2, 2.2, 24.2, 193.6)]}
-    ceil = planning.Ceiling(2e9, 2e9, "test envelope", calibration=cal)
+    return planning.Ceiling(2e9, 2e9, "test envelope", calibration=cal)
+
+
+def test_a_run_whose_loss_bounds_its_flows_far_below_the_link_is_not_slowed_down(design):
+    # an envelope of 2 Gbit/s at every RTT: the paper's link needs x5, but at 24.2 ms and
+    # p = 1e-2 one flow carries at most 0.5 Gbit/s (dilation.carried_bound_bps)
+    ceil = _envelope_2g()
     lossy, lossless = _findings_run(design, 24.2, 1e-2), _findings_run(design, 24.2, 0.0)
     assert planning.plan_run(lossless, ceil).factor == 5
     assert planning.plan_run(lossy, ceil).factor == 1
@@ -197,10 +202,7 @@ def test_a_given_faithful_rate_plans_lossy_runs_as_an_envelope_does(design):
     # applies all the same, or a lossy cell would be planned (and its job's time limit
     # asked) at the link's factor
     given = planning.given_ceiling("2G")
-    cal = {"links": ["tevlink"], "points": [
-        {"flows": f, "rtt_ms": r, "faithful": {"tevlink": {"rate_bps": 2e9}}}
-        for f in (1, 2) for r in (0.2, 2.2, 24.2, 193.6)]}
-    envelope = planning.Ceiling(2e9, 2e9, "test envelope", calibration=cal)
+    envelope = _envelope_2g()
     lossy, lossless = _findings_run(design, 24.2, 1e-2), _findings_run(design, 24.2, 0.0)
     assert planning.plan_run(lossless, given).factor == 5
     assert planning.plan_run(lossy, given).factor == 1
