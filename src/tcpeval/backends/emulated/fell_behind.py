@@ -19,7 +19,9 @@ import json
 import os
 from pathlib import Path
 
+from tcpeval import dilation
 from tcpeval.backends import common, fidelity
+from tcpeval.backends.emulated import calibrate
 
 OFF = "off"
 # the same physical RTT: the delay line's own steps are far finer; factors of one virtual
@@ -34,8 +36,7 @@ def path() -> Path | None:
         return None
     if given:
         return Path(given)
-    from tcpeval.backends.emulated import calibrate  # the calibration's own directory
-    return calibrate.cache_dir() / "emulated-fell-behind.json"
+    return calibrate.cache_dir() / "emulated-fell-behind.json"  # beside the calibration
 
 
 def _calibration_id(cal: dict) -> dict:
@@ -56,10 +57,11 @@ def entries(cal: dict | None) -> list[dict]:
     return list(data.get("entries") or [])
 
 
-def known(cal: dict | None, flows: int, rtt_ms: float, rate_bps: float) -> dict | None:
-    """The entry that says a physical path of ``flows`` flows at ``rtt_ms`` and
-    ``rate_bps`` (or slower) fell behind under ``cal``, or None."""
-    for e in entries(cal):
+def known(behind: list[dict], flows: int, rtt_ms: float, rate_bps: float) -> dict | None:
+    """The entry of ``behind`` (entries(cal), read once by the caller) that says a
+    physical path of ``flows`` flows at ``rtt_ms`` and ``rate_bps`` (or slower) fell
+    behind, or None."""
+    for e in behind:
         if (e["flows"] == flows and abs(e["rtt_ms"] - rtt_ms) <= RTT_MATCH * e["rtt_ms"]
                 and rate_bps >= e["rate_bps"] * (1 - 1e-9)):
             return e
@@ -71,7 +73,6 @@ def note(plan, condition, record: dict, run_path: str) -> dict | None:
     factor the condition left to the host; returns the entry (None: nothing to remember).
     Written whole and atomically: a run holds the host's lock, and a reader (`tcpeval
     plan`) sees the record before or after, never half of it."""
-    from tcpeval import dilation
     where = path()
     cal = plan.calibration
     if (where is None or cal is None or dilation.parse(condition.dilation) != dilation.AUTO

@@ -188,8 +188,9 @@ def factor_on_host(cal: dict, condition, rate: float | None, link: str | None = 
     if dilation_mod.parse(condition.dilation) != dilation_mod.AUTO or not rate:
         return k, link, capacity, skipped
     carried = dilation_mod.rate_for_factor(condition, rate)
+    behind = fell_behind.entries(cal)  # one read of the record, whatever the factors tried
     while k < dilation_mod.MAX_FACTOR:
-        seen = fell_behind.known(cal, len(condition.flows), condition.rtt_ms * k, carried / k)
+        seen = fell_behind.known(behind, len(condition.flows), condition.rtt_ms * k, carried / k)
         if seen is None:
             break
         skipped.append({"factor": k, "run": seen["run"], "at": seen["at"]})
