@@ -310,3 +310,40 @@ def test_every_rule_from_the_metrics_to_the_pdf_reruns_when_the_code_changes():
             if "    shell:" in rule:
                 assert "        code=CODE," in rule, rule.splitlines()[0]
     assert "code=CODE" not in (REPO / "workflow" / "rules" / "runs.smk").read_text()
+
+
+def _mark_incomplete_as_snakemake_does(root: Path, target: str) -> None:
+    """What Snakemake leaves for a job it saw interrupted (its file persistence: the output's
+    path, urlsafe-base64, under .snakemake/incomplete), as after a stop that came while
+    `tcpeval run` wrote the trace (2026-12-04: the next invocation removed a complete trace)."""
+    from base64 import urlsafe_b64encode
+    marker = root / ".snakemake" / "incomplete" / urlsafe_b64encode(target.encode()).decode()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"external_jobid": None}))
+
+
+@pytest.mark.parametrize("how", ["interrupted", "forced"])
+def test_a_trace_that_exists_survives_a_job_snakemake_reruns(how, tmp_path):
+    """A trace is written whole or not at all, so one that exists is complete: a `run` job
+    Snakemake reruns (the profile's rerun-incomplete, or --forcerun) keeps it byte for byte,
+    says so in its log, and starts no emulation."""
+    trace = _tiny_campaign(tmp_path)[0]
+    target = str(trace.relative_to(tmp_path))
+    before = trace.read_bytes()
+    if how == "interrupted":
+        _mark_incomplete_as_snakemake_does(tmp_path, target)
+        extra = []
+    else:
+        extra = ["--forcerun", "run"]
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--profile", str(REPO / "workflow/profiles/default"),
+                           "-s", str(REPO / "Snakefile"), *extra, target],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert job_counts(out).get("run") == 1 and "Forced execution" in out  # the rerun did happen
+    assert trace.read_bytes() == before
+    log = tmp_path / target.replace("data/raw/", "logs/", 1).replace("trace.json", "run.log")
+    assert f"{target}: kept: it exists" in log.read_text() and "tcpeval run --force" in log.read_text()
+    again = subprocess.run([*SNAKEMAKE[:3], "-s", str(REPO / "Snakefile"), "-n", target], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout

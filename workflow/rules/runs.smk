@@ -7,11 +7,15 @@
 # The run reads the design but deliberately does not list it as an input: a trace is
 # named by its path, and editing the design must not put every trace of the campaign
 # out of date (days of runs); every rule after the runs lists it.
+# A trace that exists is kept: `update` stops Snakemake from removing it before a job it
+# reruns (one it saw interrupted, rerun-incomplete, even when the trace was written; or one
+# forced), and --keep-existing makes that job keep it (traces are written whole or not at
+# all). To run a condition again: tcpeval run --force <its trace path>.
 
 
 rule run:
     output:
-        trace=f"{RUN_PATTERN}/trace.json",
+        trace=update(f"{RUN_PATTERN}/trace.json"),
     log:
         f"{paths.run_pattern('logs')}/run.log",
     threads: RUN_THREADS
@@ -23,7 +27,8 @@ rule run:
         raw_dir=raw_dir_of,
         testbed=TESTBED_OPT,
     shell:
-        "tcpeval run {output.trace:q} --design {params.design:q} --raw-dir {params.raw_dir:q} {params.testbed}"
+        "tcpeval run {output.trace:q} --keep-existing --design {params.design:q} --raw-dir {params.raw_dir:q}"
+        " {params.testbed}"
         " > {log:q} 2>&1"
 
 

@@ -177,6 +177,13 @@ def cmd_run(args) -> int:
 
     _port_as(args)
     condition, run_dir = _condition(args)
+    if args.keep_existing:
+        if args.force:
+            raise UserError("--keep-existing and --force contradict each other: keep the trace, or replace it")
+        kept = kept_trace_note(run_dir)
+        if kept:
+            print(kept)
+            return 0
 
     found = algorithms.problems([condition], condition.backend)
     if found:
@@ -203,6 +210,24 @@ def cmd_run(args) -> int:
           + (f"time-dilated x{k} (virtual units); " if k > 1 else "")
           + f"fidelity {fid['verdict']}" + (f" ({'; '.join(fid['reasons'])})" if fid["reasons"] else ""))
     return 0
+
+
+def kept_trace_note(run_dir: Path) -> str | None:
+    """With --keep-existing: the line saying the run's trace is kept, or None when it has no
+    trace. A trace is written whole or not at all (``trace.write_trace``), so one that exists
+    is a complete run; the workflow's rule passes this flag because Snakemake reruns a job it
+    saw interrupted (rerun-incomplete) or was told to force, even when the trace was written,
+    and would otherwise remove the trace before the job starts (it did, 2026-12-04). A trace
+    that does not read back is an error, not a reason to run over it."""
+    target = Path(run_dir) / trace.TRACE_FILE
+    if not target.exists():
+        return None
+    try:
+        trace.read_trace(target)
+    except trace.TraceError as err:
+        raise UserError(f"{err}; it is left as it is: move it away to run the condition again") from None
+    return (f"{target}: kept: it exists, and a trace is written whole or not at all; "
+            f"to run the condition again: tcpeval run --force {target}")
 
 
 def _port_as(args) -> None:
@@ -434,6 +459,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--stack", action="append", metavar="NAME=VALUE",
                    help="endpoint sysctl override, e.g. net.ipv4.tcp_recovery=1")
     p.add_argument("--force", action="store_true", help="replace an existing trace")
+    p.add_argument("--keep-existing", action="store_true",
+                   help="if the run's trace exists, keep it and exit 0 (it is complete: traces are "
+                        "written whole or not at all); the workflow's rule runs this way")
     p.add_argument("--testbed", help="testbed description (backend testbed; default config/testbed.yaml "
                                      "or $TCPEVAL_TESTBED)")
     p.add_argument("--lock-timeout", type=float, default=common.LOCK_TIMEOUT_S, help="wait this long for the host lock")
