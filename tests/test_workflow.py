@@ -334,9 +334,9 @@ def test_a_trace_that_exists_survives_a_job_snakemake_reruns(how, tmp_path):
         _mark_incomplete_as_snakemake_does(tmp_path, target)
         extra = []
     else:
-        extra = ["--forcerun", "run"]
+        extra = ["--forcerun", "run"]  # after the target: --forcerun takes every word that follows
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--profile", str(REPO / "workflow/profiles/default"),
-                           "-s", str(REPO / "Snakefile"), *extra, target],
+                           "-s", str(REPO / "Snakefile"), target, *extra],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
