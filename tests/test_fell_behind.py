@@ -92,6 +92,27 @@ def test_other_physical_paths_keep_the_envelopes_factor(record):
     assert fell_behind.known(behind, 2, 6.2 * 5, 2.5e9) is not None    # faster still
 
 
+def test_frames_a_full_input_backlog_refused_slow_the_next_attempt_but_teach_the_record_nothing(record):
+    # the Scalable pair at 12.2 ms (2026-12-04) lost 1-6 frames entering the switch at each
+    # of x8..x12 with net.core.netdev_max_backlog = 1000, and none at x7 with 10,000: a
+    # burst a higher factor need not shrink; an entry would slow every later run on the path
+    from tcpeval.backends import fidelity
+    cal = _cal()
+    first = plans.for_condition(PAIR, cal, lambda m: None)
+    backlog = [fidelity.switch_input_check(3, 1000).record()]
+    acks = {"check": "delay line", "transient": True, "text": "delay line: 1340 ACKs not sent (lost)",
+            "measured": 0.013, "limit": 0.001, "fell_behind": True, "input_backlog": True}
+    for findings in (backlog, [acks], [*backlog, acks]):
+        spoiled = {"fidelity": {"verdict": "flagged", "reasons": [f["text"] for f in findings], "findings": findings}}
+        assert fell_behind.note(first, PAIR, spoiled, "r") is None
+        assert plans.slower(PAIR, first, spoiled, lambda m: None).dilation == first.dilation + 1
+    assert not record.exists()
+    # beside late frames it is the lateness that teaches it
+    late = _spoiled()["fidelity"]["findings"]
+    both = {"fidelity": {"verdict": "flagged", "reasons": [], "findings": [*backlog, *late]}}
+    assert fell_behind.note(first, PAIR, both, "r")["factor"] == first.dilation
+
+
 def test_nothing_is_learnt_from_host_stalls_other_trouble_a_set_factor_or_with_the_record_off(record, monkeypatch):
     cal = _cal()
     first = plans.for_condition(PAIR, cal, lambda m: None)

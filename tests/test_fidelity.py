@@ -518,12 +518,17 @@ def test_frames_dropped_entering_the_switch_are_lost_outside_the_model_and_flagg
         return fidelity.verdict(Setting(drop=0, rtt_ms=6.2, rate_bps=1e9, dilation=1),
                                 Path(seen=10**6, dropped=0, rtt_ms=6.2, base_rtt_ms=0.1),
                                 Host(capacity_bps=1e9, achieved_bps=0.95e9, cpu_busy=0.5,
-                                     delay_stats=_late_line({"0.5": 0}), switch_input_drops=dropped))
+                                     delay_stats=_late_line({"0.5": 0}), switch_input_drops=dropped,
+                                     input_backlog=1000))
     v = at(26600)
     assert v["verdict"] == "flagged"
+    # the finding names the setting that holds the cure
     assert v["reasons"] == ["switch input: 26600 frames from the hosts dropped entering the switch "
-                            "(a CPU's input backlog full): lost outside the path's model"]
+                            "(a CPU's input backlog full, net.core.netdev_max_backlog = 1000; a deeper one keeps "
+                            "a burst's frames): lost outside the path's model"]
     assert v["findings"][0]["transient"] and v["findings"][0]["measured"] == 26600
+    assert v["findings"][0]["input_backlog"] and v["findings"][0]["fell_behind"]
+    assert "full, net.core.netdev_max_backlog;" in fidelity.switch_input_check(5)  # setting not known
     assert v["tolerances"]["switch_input"]["dropped_frames"] == 0
     assert at(0)["verdict"] == "ok" and at(None)["verdict"] == "ok"
 
@@ -542,6 +547,11 @@ def test_late_frames_dropped_frames_and_unsent_acks_say_the_host_fell_behind_unl
     lost = _verdict_at(1, {**_late_line({"0.5": 0, "1": 0, "2": 0, "5": 0}), "send_errors": 1155})
     assert lost["verdict"] == "flagged" and fidelity.fell_behind(lost["findings"])
     assert fidelity.fell_behind([fidelity.switch_input_check(2505).record()])
+    # of these, only the lateness says it fell behind in time (what the host's record of
+    # paths learns): a full input backlog's losses are a burst's (input_backlog)
+    assert fidelity.fell_behind_in_time(late["findings"])
+    assert not fidelity.fell_behind_in_time(lost["findings"])
+    assert not fidelity.fell_behind_in_time([fidelity.switch_input_check(2505).record()])
     # ... but not lateness wholly in host stalls (it would hold the frames at any factor),
     # nor frames lost in the engine's rings, nor the other host trouble
     stalled = {"check": "link", "transient": True, "text": "link: ...", "measured": 0.003, "limit": 0.002,

@@ -45,6 +45,15 @@ def test_a_complete_record_is_valid():
     trace.validate(make_record())
 
 
+def test_a_flagged_record_carries_its_findings_fields():
+    from tcpeval.backends import fidelity
+    record = make_record()
+    findings = [fidelity.switch_input_check(3, 1000).record()]
+    record["fidelity"].update(verdict="flagged", reasons=[f["text"] for f in findings], findings=findings)
+    trace.validate(record)
+    assert findings[0]["input_backlog"] and findings[0]["fell_behind"]
+
+
 @pytest.mark.parametrize("mutate, where", [
     (lambda r: r["condition"].pop("rtt_ms"), "condition: 'rtt_ms' is a required property"),
     (lambda r: r["condition"].__setitem__("drop", 1.5), "condition/drop"),

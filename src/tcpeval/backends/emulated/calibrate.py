@@ -137,7 +137,7 @@ def cache_dir() -> Path:
     return Path("/var/cache/tcpeval") if os.geteuid() == 0 else Path.home() / ".cache" / "tcpeval"
 
 
-def _backlog() -> int | None:
+def input_backlog() -> int | None:
     """net.core.netdev_max_backlog: how many frames a CPU's input queue holds before the
     kernel drops them (the senders' frames into the switch in a slow start's overshoot,
     docs/fidelity.md); a host that changed it carries other rates faithfully."""
@@ -150,7 +150,7 @@ def _backlog() -> int | None:
 def host_key(build_hashes: dict) -> dict:
     return {"hostname": socket.gethostname(), "kernel": platform.release(),
             "kernel_version": platform.version(), "cpus": os.cpu_count(),
-            "netdev_max_backlog": _backlog(),
+            "netdev_max_backlog": input_backlog(),
             "build": {k: v[:16] for k, v in sorted(build_hashes.items())},
             "backend_py": backend_hash()[:16], "version": VERSION,
             # ports as modules have no ceiling of their own: a calibration of its own

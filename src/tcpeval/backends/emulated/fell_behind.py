@@ -1,6 +1,7 @@
 """Where this host fell behind a run's frame rate: the physical paths (flow count, RTT,
 rate) at which an attempt with an `auto` time-dilation factor was spoiled by the host
-alone (fidelity.fell_behind), under the calibration in force. A later run whose factor
+alone with frames released late (fidelity.fell_behind_in_time), under the calibration in
+force. A later run whose factor
 would put it on such a path again -- as many flows, the same physical RTT, as fast or
 faster -- starts one factor slower instead of spending an attempt to learn it again
 (plan.for_condition). Kept beside the calibration; a new calibration starts it afresh.
@@ -10,6 +11,10 @@ start's overshoot with the 3.16 ports asks more of the host. On the AMD EPYC VM 
 2026-12-03 the first attempt fell behind at half the 0.2-ms pairs (x6 -> x7) and at every
 Scalable/Reno pair at 6.2 and 12.2 ms; each such attempt costs a whole run, where one
 factor more costs 1/k of one (docs/fidelity.md, "A host that fell behind once").
+Frames a CPU's full input backlog refused are left out: they come in a burst a higher
+factor need not shrink (a Scalable pair at 12.2 ms lost some entering the switch at each of
+x8-x12), and an entry for them would slow every later run on the path for nothing; the
+finding names net.core.netdev_max_backlog, the host's cure.
 
 $TCPEVAL_FELL_BEHIND: the record's path, or `off` (runs neither read nor write one; the
 test suite's runs, whose conditions would teach the host's record nothing)."""
@@ -69,14 +74,16 @@ def known(behind: list[dict], flows: int, rtt_ms: float, rate_bps: float) -> dic
 
 
 def note(plan, condition, record: dict, run_path: str) -> dict | None:
-    """Remember the attempt `record` of ``plan`` if the host fell behind it on its own at a
-    factor the condition left to the host; returns the entry (None: nothing to remember).
+    """Remember the attempt `record` of ``plan`` if the host fell behind it on its own, with
+    frames released late (fidelity.fell_behind_in_time: not only frames a full input backlog
+    refused, which a higher factor need not cure), at a factor the condition left to the
+    host; returns the entry (None: nothing to remember).
     Written whole and atomically: a run holds the host's lock, and a reader (`tcpeval
     plan`) sees the record before or after, never half of it."""
     where = path()
     cal = plan.calibration
     if (where is None or cal is None or dilation.parse(condition.dilation) != dilation.AUTO
-            or not fidelity.fell_behind(record["fidelity"]["findings"])):
+            or not fidelity.fell_behind_in_time(record["fidelity"]["findings"])):
         return None
     entry = {"flows": len(plan.flows), "rtt_ms": plan.rtt_ms,
              "rate_bps": plan.carried_bound_bps or plan.rate_bps, "factor": plan.dilation,

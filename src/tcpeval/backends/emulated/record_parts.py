@@ -8,7 +8,7 @@ import platform
 from tcpeval import cc as cc_module
 from tcpeval import precision
 from tcpeval.backends import common, fidelity, record
-from tcpeval.backends.emulated import ccadapter, host, topology
+from tcpeval.backends.emulated import calibrate, ccadapter, host, topology
 from tcpeval.backends.emulated.counters import cpu_shares, switch_input_drops
 from tcpeval.backends.emulated.plan import RTO_MIN_SYSCTL, RTO_MIN_US
 from tcpeval.backends.emulated.run_state import Run
@@ -187,7 +187,7 @@ def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, lo
             delay_stats=delay_line_stats(run),
             link_stats=(run.delay.stats or {}).get("link"),
             switch_input_drops=sum(switch_input_drops(run.traffic.before, run.traffic.after).values()),
-            unsent_acks=unsent),
+            input_backlog=calibrate.input_backlog(), unsent_acks=unsent),
         fidelity.FlowMeasurements(
             max_cwnd_bytes=judged_window_bytes(run),
             segments_per_ack=run.traffic.acks["receiver_segments_per_ack_steady"],
