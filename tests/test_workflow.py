@@ -54,6 +54,21 @@ def test_a_sequential_campaign_plans_its_first_repetitions_and_the_others_once_a
     assert job_counts(out)["run"] == 36 and job_counts(out)["metrics_run"] == 37
 
 
+def test_a_run_typed_by_its_path_gets_its_own_time_limit_in_any_campaign(tmp_path):
+    # a findings-low-loss run typed by its path while the configured campaign is smoke: its
+    # job asks a cluster for the run's time (300 virtual s, dilated), not the shortest limit
+    # (2026-12-04: runtime=10 for a run of 25 min, since only the smoke campaign was looked up)
+    from tcpeval import run_index, spec
+    from tcpeval.backends import planning
+    raw = f"{tmp_path}/raw"
+    target = f"{raw}/emulated/findings-low-loss/responsiveness/reno/rtt6.2/drop1e-07/rep1/trace.json"
+    code, out = dry_run(target, "--config", f"raw_dir={raw}", "node_faithful_rate=2G")
+    assert code == 0, out
+    cond = run_index.resolve_path(target, spec.load_design(DESIGN), raw_dir=raw)
+    want = planning.time_limit_min(cond, planning.node_ceiling("2G"))
+    assert want > planning.TIME_LIMIT_MIN_MIN and re.search(rf"runtime={want}\b", out), (want, out[-2000:])
+
+
 def test_one_run_path_is_a_target_of_its_own(tmp_path):
     target = f"{tmp_path}/raw/emulated/paper/responsiveness/bic/rtt6.2/drop1e-05/rep3/trace.json"
     code, out = dry_run(target, "--config", "campaign=paper", f"raw_dir={tmp_path}/raw")

@@ -116,10 +116,25 @@ RUN_THREADS = _local_cores() if BACKEND == "emulated" else 1
 TESTBED_OPT = f"--testbed {config['testbed']}" if BACKEND == "testbed" else ""
 
 
+def condition_of_run(wildcards):
+    """The condition a run job's path names: from the configured campaign's runs, else
+    read back from the path (a run of another campaign, a target typed by its path;
+    about 30 ms), None where the path names no run of the design."""
+    run_dir = RUN_PATTERN.format(scope=wildcards.scope, rest=wildcards.rest)
+    cond = RUN_INDEX.get(run_dir)
+    if cond is not None:
+        return cond
+    try:
+        return run_index.resolve_path(run_dir, DESIGN, RAW_DIR)
+    except spec.SpecError:
+        return None
+
+
 def run_time_limit_min(wildcards):
     """A cluster job's time limit (SLURM --time): the run's expected wall time with its
-    time dilation, with a margin for retries (tcpeval.backends.planning)."""
-    cond = RUN_INDEX.get(RUN_PATTERN.format(scope=wildcards.scope, rest=wildcards.rest))
+    time dilation, with a margin for retries (tcpeval.backends.planning). A path that
+    names no run gets the shortest limit: its job fails at once, naming the nearest."""
+    cond = condition_of_run(wildcards)
     return (
         planning.time_limit_min(cond, NODE_CEILING)
         if cond
