@@ -247,8 +247,7 @@ def fell_behind_in_time(findings: list[dict]) -> bool:
     fell behind (emulated fell_behind.note). Backlog losses come in bursts a higher factor
     need not shrink (a Scalable pair at 12.2 ms lost 1-6 frames entering the switch at each
     of x8-x12 with the default backlog of 1,000, none at x7 with 10,000; docs/fidelity.md)."""
-    return any(f.get("fell_behind") and not f.get("host_stall") and not f.get("input_backlog")
-               for f in findings)
+    return fell_behind([f for f in findings if not f.get("input_backlog")])
 
 
 def transient_only(findings: list[dict]) -> bool:
