@@ -145,13 +145,22 @@ class Dumbbell:
     def host_faults(self) -> dict:
         """What the host, not the path, did to the dumbbell's flows so far: frames its
         devices dropped on their way in (a CPU's input backlog full: a loaded host behind
-        a burst; the tbf queue itself never drops) and the sender's retransmission
-        timeouts (a stall longer than the RTO). Compare two readings around a flow."""
-        from tcpeval.backends.emulated.counters import input_drops, net_counters
+        a burst; the tbf queue itself never drops), the sender's retransmission timeouts
+        (a stall longer than the RTO) and the recoveries the sender undid (the kernel found
+        its retransmission spurious: the host reordered frames, as when a sender moves to
+        the other CPU while its frames still wait in the first one's backlog; CI: one fast
+        recovery at cwnd 2,975, undone, in a never-dropping dumbbell). Compare two readings
+        around a flow."""
+        from tcpeval.backends.emulated.counters import (
+            UNDO_COUNTERS,
+            input_drops,
+            net_counters,
+        )
         devs = [self.s_if, self.m1_if, self.m2_if, self.d_if]
         dropped = sum(sum(input_drops(ns, devs).values()) for ns in (self.S, self.M, self.D))
-        timeouts = net_counters(self.S, {"TcpExt": ("TCPTimeouts",)}).get("TCPTimeouts", 0)
-        return {"input drops": dropped, "timeouts": timeouts}
+        sender = net_counters(self.S, {"TcpExt": ("TCPTimeouts",) + UNDO_COUNTERS})
+        return {"input drops": dropped, "timeouts": sender.get("TCPTimeouts", 0),
+                "undone recoveries": sum(sender.get(k, 0) for k in UNDO_COUNTERS)}
 
     def teardown(self):
         for ns in reversed(self.created):

@@ -253,7 +253,8 @@ def test_lp316_yields_to_its_own_queue_with_timestamps(dumbbell):
         subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_timestamps=2"], check=True)
     # A flow the host itself harmed is measured again, up to three times: on CI's loaded
     # host a burst once overflowed a CPU's input backlog (a loss the path does not have)
-    # and LP halved for it (one ssthresh() call), which says nothing about LP.
+    # and LP halved for it (one ssthresh() call), which says nothing about LP; another
+    # time frames came out of order and the sender entered a recovery it then undid.
     with cc.loaded("lp") as h:
         for _ in range(3):
             g0, f0 = cc.guard_stats(h), dumbbell.host_faults()

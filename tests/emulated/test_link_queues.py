@@ -69,12 +69,16 @@ def test_the_engine_refuses_a_second_queue_without_marking(art):
     assert run.returncode == 2 and "--ecn-queues is 1 or 2, and 2 needs --ecn-threshold-bytes" in run.stderr
 
 
-# the bandwidth-delay product of the share runs: 0.5 Gbit/s x 2 ms, so that K (a sixth of
-# it) holds 14 full frames
-SHARE_BDP_BYTES = 125_000
+# The share runs' path, the same on every host (0.1 Gbit/s is the floor of the tests' rates):
+# 125 kB, so that K (a sixth of it) holds 14 full frames. Written at 0.5 Gbit/s and 2 ms,
+# which a slow host cannot carry (CI at 0.1 Gbit/s and 2 ms: K under three frames, DCTCP's own
+# queue marked on 99 % of its frames; docs/fidelity.md); at 10 ms DCTCP's starving window
+# also trims five times less often, so the stack takes its window later in a run (below).
+SHARE_RATE_BPS = 1e8
+SHARE_RTT_MS = 10.0
 
 
-def _share_run(backend, tmp_path, rate: float, queues: int | None, rtt_ms: float = 2.0) -> dict:
+def _share_run(backend, tmp_path, queues: int | None) -> dict:
     from dataclasses import replace
 
     from emulated_helpers import nothing_left, run_id_of
@@ -82,12 +86,12 @@ def _share_run(backend, tmp_path, rate: float, queues: int | None, rtt_ms: float
     from tcpeval import trace
     from tcpeval.spec import adhoc_condition
 
-    cond = adhoc_condition(["dctcp", "cubic"], rtt_ms, 0.0, 8.0, impl="port", rate_bps=rate, buffer_bytes=250_000,
-                           seed=11, dilation=1)
+    cond = adhoc_condition(["dctcp", "cubic"], SHARE_RTT_MS, 0.0, 8.0, impl="port", rate_bps=SHARE_RATE_BPS,
+                           buffer_bytes=250_000, seed=11, dilation=1)
     # CUBIC without ECN: with one queue the flow says so (its endpoints accept ECN but do not
     # ask), as beside a DCTCP in a switch that does not separate them; with two, it is the default
     cubic = replace(cond.flows[1], impl="native", ecn=False if queues != 2 else None)
-    bdp = rate / 8 * rtt_ms / 1e3
+    bdp = SHARE_RATE_BPS / 8 * SHARE_RTT_MS / 1e3
     cond = replace(cond, flows=(cond.flows[0], cubic), ecn_threshold_bytes=int(bdp / 6), ecn_queues=queues)
     backend.run(cond, tmp_path)
     assert nothing_left(run_id_of(tmp_path))
@@ -99,22 +103,41 @@ def _dctcp_share(record: dict) -> float:
     return rates[0] / sum(rates)
 
 
+# In one queue a single skipped hook of DCTCP's port can hand its window to the stack for the
+# rest of the run: a window of garbage (1,100,784,878 segments in one sample), then the stack's
+# own, hundreds of segments in flight where DCTCP allows 2 (docs/fidelity.md, "One skip costs a
+# starving DCTCP the rest of its run"). The verdict flags such a run (cc), and its share from
+# then on is not DCTCP's. So the one-queue share is DCTCP's over the samples before its window
+# first went above the largest its port allowed, judged once they span a second or more (up to
+# SHARED_RUNS runs). Twelve runs on the AMD VM (six each at 0.5 Gbit/s, 2 ms and 0.1, 10): 8
+# flagged so (90-111 % of DCTCP's data sent above its window; whole-run shares up to 0.34,
+# CI's failing 0.35 was one), in 6 its window went above the port's largest (after 0.1-7.4 s,
+# at 10 ms not before 3.6 s), and before that DCTCP carried 0.8-6.7 % of the throughput.
+SHARED_RUNS = 3
+MIN_SAMPLES_IN_CONTROL = 10
+MAX_FRAME_BYTES = 1500  # a window in segments, as bytes: at most a full frame each
+
+
+def _dctcp_share_in_control(record: dict) -> tuple[float, int]:
+    """(DCTCP's share of the two flows' throughput, samples) over the samples before DCTCP's
+    window first went above the largest its port allowed (the guard's max_allowed_cwnd)."""
+    cap = record["measured"]["cc_guard"]["dctcp_tev"]["max_allowed_cwnd"] * MAX_FRAME_BYTES
+    dctcp, cubic = (f["samples"] for f in record["flows"])
+    n = next((i for i, w in enumerate(dctcp["cwnd_bytes"]) if w is not None and w > cap), len(dctcp["t_s"]))
+    own, other = sum(dctcp["throughput_bps"][:n]), sum(cubic["throughput_bps"][:n])
+    return own / (own + other), n
+
+
 @pytest.mark.root
-def test_dctcp_beside_a_flow_without_ecn_gets_its_share_only_in_a_queue_of_its_own(backend_once, tmp_path, rate_on):
-    # one attempt each: in one queue the starved DCTCP is often flagged (cc: 96-98 % of its
-    # data counted as skipped by its port or sent above the window it allowed); the shares
-    # and marks are what is judged here.
-    # A path of SHARE_BDP_BYTES whatever the host's rate: at CI's 0.1 Gbps and 2 ms, K was
-    # under three frames and DCTCP's own queue was marked on 99 % of its frames (on the
-    # 2-vCPU VM at 0.1 Gbps and 2 ms: 28-97 % in 4 runs, its port flagged in each, 13-97 %
-    # of its data sent above the window it allowed: a window of 2 in back-to-back CWR
-    # episodes, where one skipped ssthresh() keeps the flight up, docs/fidelity.md); at
-    # 0.1 Gbps and 10 ms, 12-14 % in 3 runs, 2 of them ok
-    rate = rate_on("tevlink", 2.0)
-    rtt_ms = max(2.0, SHARE_BDP_BYTES * 8 / rate * 1e3)
-    rate = rate_on("tevlink", rtt_ms)
-    shared = _share_run(backend_once, tmp_path / "one", rate, None, rtt_ms)
-    split = _share_run(backend_once, tmp_path / "two", rate, 2, rtt_ms)
+def test_dctcp_beside_a_flow_without_ecn_gets_its_share_only_in_a_queue_of_its_own(backend_once, tmp_path):
+    # one attempt each in the backend: the shares and marks are judged, not the verdict (a
+    # run the stack took over is flagged for it)
+    for attempt in range(1, SHARED_RUNS + 1):
+        shared = _share_run(backend_once, tmp_path / f"one-{attempt}", None)
+        in_control, samples = _dctcp_share_in_control(shared)
+        if samples >= MIN_SAMPLES_IN_CONTROL:
+            break
+    split = _share_run(backend_once, tmp_path / "two", 2)
     for record in (shared, split):
         dctcp, cubic = record["flows"]
         assert dctcp["cc"]["ecn"]["negotiated"] is True and cubic["cc"]["ecn"]["negotiated"] is False
@@ -131,5 +154,6 @@ def test_dctcp_beside_a_flow_without_ecn_gets_its_share_only_in_a_queue_of_its_o
     assert split["measured"]["ecn"]["ce_marked"] < 0.5 * split["measured"]["ecn"]["ect_frames"]
     assert shared["measured"]["ecn"]["ce_marked"] > 0.8 * shared["measured"]["ecn"]["ect_frames"]
     assert split["condition"]["ecn_queues"] == 2 and "ecn_queues" not in shared["condition"]
-    # the shares: starved in one queue, about half in two
-    assert _dctcp_share(shared) < 0.3 < 0.4 < _dctcp_share(split)
+    # the shares: starved in one queue while DCTCP keeps its window, about half in two
+    assert samples >= MIN_SAMPLES_IN_CONTROL, f"the stack took DCTCP's window within {samples} samples in each run"
+    assert in_control < 0.3 < 0.4 < _dctcp_share(split), (in_control, samples, shared["fidelity"]["reasons"])

@@ -11,13 +11,20 @@ from tcpeval.backends import fidelity
 from tcpeval.backends.emulated import host
 from tcpeval.backends.emulated.bottleneck import qdisc_stats
 
+# A sender's undos of a recovery it had entered: by DSACK, by timestamps (wholly or in
+# part), or of a timeout's loss state -- each a retransmission the kernel found spurious.
+UNDO_COUNTERS = ("TCPDSACKUndo", "TCPFullUndo", "TCPPartialUndo", "TCPLossUndo")
+
 TCP_COUNTERS = {"Tcp": ("InSegs", "OutSegs", "RetransSegs"),
                 "TcpExt": ("TCPBacklogCoalesce", "DelayedACKs", "TCPAckCompressed", "TCPPureAcks",
                            "TCPHPAcks", "TCPBacklogDrop", "TCPRcvQDrop", "TCPOFOQueue",
                            # why a receiver might hold its ACKs back: a window it cannot
                            # advance (full receive queue, collapsing, memory pressure)
                            "PruneCalled", "TCPRcvCollapsed", "TCPMemoryPressures",
-                           "TCPWantZeroWindowAdv", "TCPToZeroWindowAdv", "DelayedACKLocked")}
+                           "TCPWantZeroWindowAdv", "TCPToZeroWindowAdv", "DelayedACKLocked",
+                           # a sender's: frames the host delivered out of order (the path's
+                           # model never reorders) and the recoveries it then undid
+                           "TCPSACKReorder", "TCPTSReorder", *UNDO_COUNTERS)}
 
 
 def cpu_times() -> tuple[int, int, int]:
