@@ -111,8 +111,8 @@ def _dctcp_share(record: dict) -> float:
 # first went above the largest its port allowed, judged once they span a second or more (up to
 # SHARED_RUNS runs). Twelve runs on the AMD VM (six each at 0.5 Gbit/s, 2 ms and 0.1, 10): 8
 # flagged so (90-111 % of DCTCP's data sent above its window; whole-run shares up to 0.34,
-# CI's failing 0.35 was one), in 6 its window went above the port's largest (after 0.1-7.4 s,
-# at 10 ms not before 3.6 s), and before that DCTCP carried 0.8-6.7 % of the throughput.
+# as CI's failing 0.35), in 6 of them its window went above the port's largest (after 0.1-7.4
+# s, at 10 ms not before 3.6 s), and before that DCTCP carried 0.8-6.7 % of the throughput.
 SHARED_RUNS = 3
 MIN_SAMPLES_IN_CONTROL = 10
 MAX_FRAME_BYTES = 1500  # a window in segments, as bytes: at most a full frame each
