@@ -115,13 +115,15 @@ def _dctcp_share(record: dict) -> float:
 # s, at 10 ms not before 3.6 s), and before that DCTCP carried 0.8-6.7 % of the throughput.
 SHARED_RUNS = 3
 MIN_SAMPLES_IN_CONTROL = 10
-MAX_FRAME_BYTES = 1500  # a window in segments, as bytes: at most a full frame each
 
 
 def _dctcp_share_in_control(record: dict) -> tuple[float, int]:
     """(DCTCP's share of the two flows' throughput, samples) over the samples before DCTCP's
-    window first went above the largest its port allowed (the guard's max_allowed_cwnd)."""
-    cap = record["measured"]["cc_guard"]["dctcp_tev"]["max_allowed_cwnd"] * MAX_FRAME_BYTES
+    window first went above the largest its port allowed (the guard's max_allowed_cwnd, in
+    bytes as the verdict's window check takes it: record_parts.judged_window_bytes)."""
+    from tcpeval.condition import MSS_BYTES
+
+    cap = record["measured"]["cc_guard"]["dctcp_tev"]["max_allowed_cwnd"] * MSS_BYTES
     dctcp, cubic = (f["samples"] for f in record["flows"])
     n = next((i for i, w in enumerate(dctcp["cwnd_bytes"]) if w is not None and w > cap), len(dctcp["t_s"]))
     own, other = sum(dctcp["throughput_bps"][:n]), sum(cubic["throughput_bps"][:n])
