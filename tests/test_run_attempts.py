@@ -74,3 +74,17 @@ def test_each_spoiled_attempt_is_handed_over_before_the_next_and_its_factor_reco
     left, seen = [records[0]] * 2, []
     attempt_until_ok(lambda: left.pop(0), 2, (0.0,), before_retry=seen.append, sleep=lambda s: None)
     assert seen == [records[0]]
+
+
+def test_an_attempt_ended_where_the_host_doomed_it_is_run_again_whatever_else_its_verdict_says():
+    # cut short, the attempt may also fail a check its full length would have passed (a
+    # drop rate from a few seconds' packets): the host's fault decided it, so it runs again
+    doomed = _record("flagged", ("switch input", True), ("drop rate", False))
+    doomed["measured"]["ended_doomed"] = {"at_s": 35.0, "why": "switch input: ...", "check": "switch input"}
+    record, slept, said, ran = _attempts([doomed, _record("ok")], attempts=3)
+    assert ran == 2 and record["fidelity"]["verdict"] == "ok" and slept == [5.0]
+    assert record["fidelity"]["earlier_attempts"][0]["ended_doomed"]["at_s"] == 35.0
+    # without the mark, a finding of its setting keeps the attempt at once
+    del doomed["measured"]["ended_doomed"]
+    record, _, _, ran = _attempts([doomed, _record("ok")], attempts=3)
+    assert ran == 1 and record is doomed

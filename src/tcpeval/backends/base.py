@@ -36,19 +36,23 @@ def attempt_until_ok(execute: Callable[[], dict], attempts: int, pauses: tuple =
     and hand each spoiled attempt's record to `before_retry` before the next (the emulated
     backend runs the next attempt slower where the host fell behind this one's frame rate).
     The record kept is the last; fidelity.earlier_attempts lists the spoiled ones (their
-    reasons, findings, means, stolen CPU, time-dilation factor and the pause that followed)."""
+    reasons, findings, means, stolen CPU, time-dilation factor, where one the host doomed
+    was ended, and the pause that followed). An attempt the backend ended early because
+    the host had doomed it (measured.ended_doomed: it does so only while attempts remain)
+    is run again whatever else its shortened traffic gave the verdict to say."""
     earlier: list[dict] = []
     while True:
         record = execute()
         verdict = record["fidelity"]
+        doomed = record["measured"].get("ended_doomed")
         if (verdict["verdict"] == "ok" or len(earlier) + 1 >= attempts
-                or not transient_only(verdict["findings"])):
+                or not (doomed or transient_only(verdict["findings"]))):
             break
         pause_s = retry_pause_s(len(earlier) + 1, pauses)
         earlier.append({"reasons": verdict["reasons"], "findings": verdict["findings"],
                         "mean_throughput_bps": [f["summary"]["mean_throughput_bps"] for f in record["flows"]],
                         "cpu_stolen": record["measured"].get("cpu_stolen"), "dilation": dilation.factor(record),
-                        "then_paused_s": pause_s})
+                        **({"ended_doomed": doomed} if doomed else {}), "then_paused_s": pause_s})
         log(f"attempt {len(earlier)} flagged by the host, not the setting "
             f"({'; '.join(verdict['reasons'])}): running the condition again in {pause_s:g} s")
         before_retry(record)

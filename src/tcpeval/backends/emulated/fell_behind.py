@@ -3,7 +3,8 @@ rate) at which an attempt with an `auto` time-dilation factor was spoiled by the
 alone with frames released late (fidelity.fell_behind_in_time), under the calibration in
 force. A later run whose factor would put it on such a path again -- as many flows, the
 same physical RTT, as fast or faster -- starts one factor slower instead of spending an
-attempt to learn it again (plan.for_condition). Kept beside the calibration; a new calibration starts it afresh.
+attempt to learn it again (plan.for_condition). Kept beside the calibration; a new
+calibration starts it afresh.
 
 Why: the envelope is measured on 4-s runs of native CUBIC in steady state, and a slow
 start's overshoot with the 3.16 ports asks more of the host. On the AMD EPYC VM of

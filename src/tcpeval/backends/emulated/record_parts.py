@@ -326,6 +326,7 @@ def measured(run: Run, verdict: dict, achieved: float, steady: float, cpu: tuple
                                                                 plan.verdict_dilation) if plan.rate_bps else None},
         "acks": run.traffic.acks,
         "precision": run.traffic.precision,
+        **({"ended_doomed": run.traffic.ended_doomed} if run.traffic.ended_doomed else {}),
         "cc_guard": run.traffic.cc_guard or None,
         "background_drop": run.traffic.background_counters or None,
         "setup_s": run.setup_s, "traffic_s": run.traffic.traffic_s, "teardown_s": run.teardown_s,

@@ -44,9 +44,10 @@ class TrafficMeasurements:
     drop_counters: dict
     background_counters: list
     link_steady: dict | None     # record_parts.link_steady
-    stopped_at_s: float | None = None  # a precision-driven run that ended early: when (after t0)
+    stopped_at_s: float | None = None  # a run that ended early (its precision, or doomed): when (after t0)
     precision: dict | None = None      # its watch's record (precision_watch), physical
     unsent_acks_at: tuple = ()         # (s after t0, the delay line's ACKs not sent, forwarded by then): its snapshots
+    ended_doomed: dict | None = None   # an attempt ended at a fault that flags it (doomed.DoomedWatch.record)
 
 
 @dataclass

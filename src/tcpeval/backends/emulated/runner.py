@@ -54,6 +54,7 @@ from tcpeval.backends.emulated import calibrate as calib
 from tcpeval.backends.emulated import plan as plans
 from tcpeval.backends.emulated.build import Artifacts, ensure_built
 from tcpeval.backends.emulated.counters import HostCounters, ack_record, tcp_counters
+from tcpeval.backends.emulated.doomed import DoomedWatch
 from tcpeval.backends.emulated.dropctl import DropStage
 from tcpeval.backends.emulated.plan import Plan, check_condition
 from tcpeval.backends.emulated.precision_watch import PrecisionWatch, steady_checkpoints
@@ -137,8 +138,15 @@ class EmulatedBackend:
                         if fell_behind.note(attempt[0], condition, spoiled, common.display_path(run_dir)):
                             log(f"noted: this host fell behind at x{attempt[0].dilation} on this physical "
                                 f"path ({fell_behind.path()})")
-                    record = attempt_until_ok(lambda: self._execute(condition, run_dir, attempt[0], art, log),
-                                              self.attempts, self.retry_pauses_s, log, before_retry=slow_down)
+                    tries = [0]
+
+                    def execute() -> dict:
+                        # an attempt that will be run again ends where the host dooms it
+                        tries[0] += 1
+                        return self._execute(condition, run_dir, attempt[0], art, log,
+                                             end_if_doomed=tries[0] < self.attempts)
+                    record = attempt_until_ok(execute, self.attempts, self.retry_pauses_s, log,
+                                              before_retry=slow_down)
                     if record["fidelity"]["verdict"] != "ok":
                         remember(record)
                 record["measured"]["lock_wait_s"] = lock_wait_s  # other experiments, not ours
@@ -239,9 +247,11 @@ class EmulatedBackend:
             cal = self._calibrate_locked(art, log)
         return plans.for_condition(condition, cal, log)
 
-    def _execute(self, condition, run_dir: Path, plan: Plan, art: Artifacts, log) -> dict:
+    def _execute(self, condition, run_dir: Path, plan: Plan, art: Artifacts, log,
+                 end_if_doomed: bool = False) -> dict:
         """One attempt: set up the path step by step, drive the traffic, tear down, and
-        build the record from what the steps collected."""
+        build the record from what the steps collected. With ``end_if_doomed`` the traffic
+        ends at the first fault that flags the attempt whatever follows (doomed.py)."""
         started_at = common.now_iso()
         run_id = host.new_run_id()
         run = Run(run_id=run_id, plan=plan, art=art, run_dir=run_dir,
@@ -275,7 +285,7 @@ class EmulatedBackend:
                 run.settings = PathSettings(*record_parts.read_settings(run.topo))
                 traffic.start_servers(run.topo, run.flows, stack)
                 run.setup_s = time.monotonic() - t_setup
-                run.traffic = self._traffic(run, log)
+                run.traffic = self._traffic(run, log, end_if_doomed)
                 if run.traffic.stopped_at_s is not None:  # the plan as it ran: shorter
                     run.plan = replace(run.plan, duration_s=run.traffic.stopped_at_s)
                 described = run.delayer.describe()
@@ -342,9 +352,10 @@ class EmulatedBackend:
                                 fidelity.rtt_tolerance_ms(plan.rtt_ms, plan.verdict_dilation), log)
         prober.close()
 
-    def _traffic(self, run: Run, log) -> TrafficMeasurements:
+    def _traffic(self, run: Run, log, end_if_doomed: bool = False) -> TrafficMeasurements:
         """Counters read, the drop stage enabled, the flows driven to their end (TCP
-        counters read again at half time), the drop stage disabled, counters read."""
+        counters read again at half time; with ``end_if_doomed``, to the first fault that
+        dooms the attempt), the drop stage disabled, counters read."""
         topo, plan, keep_awake = run.topo, run.plan, run.dumbbell.keep_awake
         endpoints = [f"{k}{i}" for i in range(1, len(plan.flows) + 1) for k in ("s", "r")]
 
@@ -370,9 +381,13 @@ class EmulatedBackend:
             first = plan.flows[0]
             watch = PrecisionWatch(plan.stop, plan.dilation, topo.ns("r1"), first.start_s,
                                    lambda: run.drop.module.read()["dropped"], plan.interval_s, log)
+        doomed = (DoomedWatch(topo.sw, topo.sender_ports() + topo.ack_ports(), before.switch_input_drops,
+                              calib.input_backlog()) if end_if_doomed else None)
         stopped_at = traffic.drive(run.flows, topo, run.delayer, t0, plan, log, midway=snapshot,
                                    at_end=lambda: end_edge.append(self._link_counters(run)),
-                                   checkpoints_s=steady_checkpoints(plan) if plan.stop else (), watch=watch)
+                                   checkpoints_s=steady_checkpoints(plan) if plan.stop else (), watch=watch,
+                                   doomed=doomed)
+        ended_doomed = doomed.record() if doomed else None
         traffic_s = time.monotonic() - t0
         ended_s = stopped_at if stopped_at is not None else plan.duration_s
         # the second half of the run as it ran: from the last snapshot due at or before its
@@ -382,9 +397,9 @@ class EmulatedBackend:
         link_steady = record_parts.link_steady([mid[1] if mid else None, *end_edge[:1]], t0)
         tcp_mid = mid[2] if mid else {}
         if watch:
-            if stopped_at is None:
+            if stopped_at is None or ended_doomed:
                 watch.final(ended_s)
-            precision = watch.record(stopped_at)
+            precision = watch.record(None if ended_doomed else stopped_at)
             watch.close()
         else:
             precision = None
@@ -399,7 +414,7 @@ class EmulatedBackend:
         return TrafficMeasurements(t0=t0, traffic_s=traffic_s, before=before, after=after, acks=acks,
                                    cc_guard=cc_guard, drop_counters=drop_counters,
                                    background_counters=background_counters, link_steady=link_steady,
-                                   stopped_at_s=stopped_at, precision=precision,
+                                   stopped_at_s=stopped_at, precision=precision, ended_doomed=ended_doomed,
                                    unsent_acks_at=tuple((c["t_s"] - t0, c["acks_not_sent"], c["acks_forwarded"])
                                                         for _, c, _ in snapshots
                                                         if c and c.get("acks_not_sent") is not None))

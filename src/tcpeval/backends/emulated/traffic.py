@@ -315,13 +315,14 @@ SS_TRIES = 10
 
 
 def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, plan, log,
-          midway=None, at_end=None, checkpoints_s: tuple = (), watch=None) -> float | None:
+          midway=None, at_end=None, checkpoints_s: tuple = (), watch=None, doomed=None) -> float | None:
     """Start clients at their offsets; watch every process; stop when all are done.
     midway(mark), if given, runs once at half the run's duration and at each of
     checkpoints_s (mark: that time, in seconds after t0), at_end() once at its end (the clients, which started a little
-    after t0, still send then). A precision watch (precision_watch.PrecisionWatch) may end
-    the run early: every client is interrupted and at_end runs then. Returns when the
-    run was stopped early (seconds after t0), else None."""
+    after t0, still send then). A precision watch (precision_watch.PrecisionWatch) or a
+    doomed-attempt watch (doomed.DoomedWatch) may end the run early: every client is
+    interrupted and at_end runs then. Returns when the run was stopped early (seconds
+    after t0), else None."""
     pending = sorted(flows, key=lambda f: f.start_s)
     # iperf3 ends a test over its control connection, which meets the path's losses and
     # retransmission timeouts too: on a long lossy path (512 ms, 30 %) that takes many RTTs
@@ -348,8 +349,11 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
                 f"at {now - t0:.2f} s")
         for f in flows:
             check_socket_cc(f, topo, now, ss_first_look_s)
-        if watch and stopped_at is None and watch.due(now - t0) and watch.check(now - t0):
+        if stopped_at is None and (watch and watch.due(now - t0) and watch.check(now - t0)
+                                   or doomed and doomed.due(now - t0) and doomed.check(now - t0)):
             stopped_at = now - t0
+            if doomed and doomed.finding:
+                log(f"attempt doomed at {stopped_at:.0f} s, ended there (it runs again): {doomed.finding}")
             pending.clear()
             for f in flows:
                 f.interrupt()

@@ -1,0 +1,60 @@
+"""An attempt the host has doomed ends there and runs again (backends/emulated/doomed.py):
+a frame dropped entering the switch flags an attempt whatever follows, so the rest of its
+traffic would be spent for a record only its reasons survive of. The last attempt runs
+its course: its trace is the one kept."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from emulated_helpers import assert_ok_unless_the_host_fell_behind, env, tcpeval_cmd
+
+pytestmark = pytest.mark.root
+
+BACKLOG = Path("/proc/sys/net/core/netdev_max_backlog")
+DURATION_S = 30
+# real time (--dilation 1) at a rate every test host carries; two attempts: the doomed
+# one and the kept one
+ARGS = ["--variant", "cubic", "--impl", "native", "--rtt", "2", "--drop", "0", "--rate", "300M",
+        "--dilation", "1", "--attempts", "2", "--duration", str(DURATION_S), "--quiet"]
+
+
+def _wait_in_log(log: Path, text: str, proc: subprocess.Popen, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if log.exists() and text in log.read_text():
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.1)
+    return False
+
+
+def test_an_attempt_that_lost_frames_entering_the_switch_ends_there_and_runs_again(tmp_path):
+    proc = subprocess.Popen(tcpeval_cmd("run", *ARGS, "--out", str(tmp_path)), env=env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log, saved = tmp_path / "run.log", BACKLOG.read_text()
+    try:
+        assert _wait_in_log(log, "flow 0 started", proc, 120), proc.communicate()
+        # a CPU's input queue of one frame: the flow's bursts into the switch overflow it,
+        # as a slow start's overshoot overflows the default 1,000 on a lagging host
+        BACKLOG.write_text("1")
+        doomed = _wait_in_log(log, "attempt doomed at", proc, DURATION_S / 2)
+    finally:
+        # before the next attempt is planned: the calibration is keyed on the setting
+        BACKLOG.write_text(saved)
+    out, err = proc.communicate(timeout=300)
+    assert doomed, log.read_text()
+    assert proc.returncode == 0, err
+    record = json.loads((tmp_path / "trace.json").read_text())
+    (first,) = record["fidelity"]["earlier_attempts"]
+    assert first["ended_doomed"]["check"] == "switch input"
+    assert first["ended_doomed"]["at_s"] < DURATION_S / 2
+    assert any(f["check"] == "switch input" and f["measured"] > 0 for f in first["findings"])
+    # the kept attempt is the last: it ran its whole length, and nothing ended it early
+    assert "ended_doomed" not in record["measured"]
+    assert record["measured"]["traffic_s"] >= DURATION_S
+    assert_ok_unless_the_host_fell_behind(record)
