@@ -17,7 +17,7 @@ def _record(verdict: str, *checks: tuple[str, bool], factor: int = 1) -> dict:
 
 def _attempts(records: list[dict], attempts: int, pauses=RETRY_PAUSES_S):
     left, slept, said = list(records), [], []
-    record = attempt_until_ok(lambda: left.pop(0), attempts, pauses, said.append, slept.append)
+    record = attempt_until_ok(lambda last: left.pop(0), attempts, pauses, said.append, slept.append)
     return record, slept, said, len(records) - len(left)
 
 
@@ -67,12 +67,12 @@ def test_each_spoiled_attempt_is_handed_over_before_the_next_and_its_factor_reco
     records = [_record("flagged", ("delay line", True), factor=4), _record("flagged", ("link", True), factor=5),
                _record("ok", factor=6)]
     left, seen = list(records), []
-    record = attempt_until_ok(lambda: left.pop(0), 3, (0.0,), before_retry=seen.append, sleep=lambda s: None)
+    record = attempt_until_ok(lambda last: left.pop(0), 3, (0.0,), before_retry=seen.append, sleep=lambda s: None)
     assert record is records[2] and seen == records[:2]
     assert [e["dilation"] for e in record["fidelity"]["earlier_attempts"]] == [4, 5]
     # the last attempt, kept flagged, is not handed over: no attempt follows it
     left, seen = [records[0]] * 2, []
-    attempt_until_ok(lambda: left.pop(0), 2, (0.0,), before_retry=seen.append, sleep=lambda s: None)
+    attempt_until_ok(lambda last: left.pop(0), 2, (0.0,), before_retry=seen.append, sleep=lambda s: None)
     assert seen == [records[0]]
 
 
@@ -88,3 +88,17 @@ def test_an_attempt_ended_where_the_host_doomed_it_is_run_again_whatever_else_it
     del doomed["measured"]["ended_doomed"]
     record, _, _, ran = _attempts([doomed, _record("ok")], attempts=3)
     assert ran == 1 and record is doomed
+
+
+def test_only_the_attempt_no_other_can_follow_is_told_it_is_the_last():
+    # the emulated backend ends a doomed attempt early only when another may follow it
+    host, told = _record("flagged", ("link", True)), []
+
+    def execute(last: bool) -> dict:
+        told.append(last)
+        return host
+    attempt_until_ok(execute, 3, (0.0,), sleep=lambda s: None)
+    assert told == [False, False, True]
+    told.clear()
+    attempt_until_ok(execute, 1, (0.0,), sleep=lambda s: None)
+    assert told == [True]

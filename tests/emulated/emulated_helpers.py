@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -55,6 +56,20 @@ def run_id_of(run_dir: Path) -> str:
     if m is None:
         raise AssertionError(f"no run id in {log} (no line '] run <6 hex>:')")
     return m.group(1)
+
+
+def wait_for_log(run_dir: Path, text: str, proc, timeout_s: float) -> bool:
+    """Whether the run's run.log says ``text`` before ``timeout_s``; False as soon as the
+    run's process ``proc`` has ended without it."""
+    log = run_dir / "run.log"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if log.exists() and text in log.read_text():
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.1)
+    return False
 
 
 def leftovers_of(run_id: str) -> dict:

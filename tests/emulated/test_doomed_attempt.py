@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from emulated_helpers import assert_ok_unless_the_host_fell_behind, env, tcpeval_cmd
+from emulated_helpers import (
+    assert_ok_unless_the_host_fell_behind,
+    env,
+    tcpeval_cmd,
+    wait_for_log,
+)
 
 pytestmark = pytest.mark.root
 
@@ -22,27 +26,16 @@ ARGS = ["--variant", "cubic", "--impl", "native", "--rtt", "2", "--drop", "0", "
         "--dilation", "1", "--attempts", "2", "--duration", str(DURATION_S), "--quiet"]
 
 
-def _wait_in_log(log: Path, text: str, proc: subprocess.Popen, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if log.exists() and text in log.read_text():
-            return True
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.1)
-    return False
-
-
 def test_an_attempt_that_lost_frames_entering_the_switch_ends_there_and_runs_again(tmp_path):
     proc = subprocess.Popen(tcpeval_cmd("run", *ARGS, "--out", str(tmp_path)), env=env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log, saved = tmp_path / "run.log", BACKLOG.read_text()
     try:
-        assert _wait_in_log(log, "flow 0 started", proc, 120), proc.communicate()
+        assert wait_for_log(tmp_path, "flow 0 started", proc, 120), proc.communicate()
         # a CPU's input queue of one frame: the flow's bursts into the switch overflow it,
         # as a slow start's overshoot overflows the default 1,000 on a lagging host
         BACKLOG.write_text("1")
-        doomed = _wait_in_log(log, "attempt doomed at", proc, DURATION_S / 2)
+        doomed = wait_for_log(tmp_path, "attempt doomed at", proc, DURATION_S / 2)
     finally:
         # before the next attempt is planned: the calibration is keyed on the setting
         BACKLOG.write_text(saved)

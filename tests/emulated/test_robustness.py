@@ -11,7 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
-from emulated_helpers import env, leftovers_of, nothing_left, run_id_of, tcpeval_cmd
+from emulated_helpers import (
+    env,
+    leftovers_of,
+    nothing_left,
+    run_id_of,
+    tcpeval_cmd,
+    wait_for_log,
+)
 
 from tcpeval.backends.emulated import host
 
@@ -43,16 +50,12 @@ def start_run(out: Path, duration: float = 20, *extra: str) -> subprocess.Popen:
 
 
 def wait_for_traffic(out: Path, proc: subprocess.Popen, timeout: float = 120) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        log = (out / "run.log").read_text() if (out / "run.log").exists() else ""
-        if "flow 0 started" in log:
-            time.sleep(0.5)
-            return run_id_of(out)
+    if not wait_for_log(out, "flow 0 started", proc, timeout):
         if proc.poll() is not None:
             pytest.fail(f"run ended early: {proc.communicate()}")
-        time.sleep(0.1)
-    pytest.fail("traffic never started")
+        pytest.fail("traffic never started")
+    time.sleep(0.5)
+    return run_id_of(out)
 
 
 def iperf3_pids(run_id: str) -> list[int]:

@@ -28,21 +28,22 @@ def retry_pause_s(flagged_attempts: int, pauses: tuple = RETRY_PAUSES_S) -> floa
     return float(pauses[min(flagged_attempts, len(pauses)) - 1])
 
 
-def attempt_until_ok(execute: Callable[[], dict], attempts: int, pauses: tuple = RETRY_PAUSES_S,
+def attempt_until_ok(execute: Callable[[bool], dict], attempts: int, pauses: tuple = RETRY_PAUSES_S,
                      log: Callable[[str], None] = lambda m: None, sleep: Callable[[float], None] = time.sleep,
                      before_retry: Callable[[dict], None] = lambda record: None) -> dict:
-    """Run one condition (`execute` returns its trace record) until its verdict is ok, a
-    finding is not transient host trouble, or `attempts` are spent; pause between attempts,
+    """Run one condition (`execute(last)` returns its trace record; `last`: no attempt
+    follows this one, whatever its verdict) until its verdict is ok, a finding is not
+    transient host trouble, or `attempts` are spent; pause between attempts,
     and hand each spoiled attempt's record to `before_retry` before the next (the emulated
     backend runs the next attempt slower where the host fell behind this one's frame rate).
     The record kept is the last; fidelity.earlier_attempts lists the spoiled ones (their
     reasons, findings, means, stolen CPU, time-dilation factor, where one the host doomed
     was ended, and the pause that followed). An attempt the backend ended early because
-    the host had doomed it (measured.ended_doomed: it does so only while attempts remain)
-    is run again whatever else its shortened traffic gave the verdict to say."""
+    the host had doomed it (measured.ended_doomed: it may do so unless `last`) is run again
+    whatever else its shortened traffic gave the verdict to say."""
     earlier: list[dict] = []
     while True:
-        record = execute()
+        record = execute(len(earlier) + 1 >= attempts)
         verdict = record["fidelity"]
         doomed = record["measured"].get("ended_doomed")
         if (verdict["verdict"] == "ok" or len(earlier) + 1 >= attempts

@@ -134,9 +134,15 @@ class HostCounters:
                    switch_input_drops=input_drops(topo.sw, topo.sender_ports() + topo.ack_ports()))
 
 
+def input_drops_since(before: dict, now: dict) -> dict:
+    """Per switch port, the frames from the hosts it dropped between two readings of
+    input_drops (the verdict's count at the end, the doomed-attempt watch's on the way)."""
+    return {dev: n - before.get(dev, 0) for dev, n in now.items()}
+
+
 def switch_input_drops(before: HostCounters, after: HostCounters) -> dict:
-    """Per switch port, the frames from the hosts it dropped between two readings."""
-    return {dev: n - before.switch_input_drops.get(dev, 0) for dev, n in after.switch_input_drops.items()}
+    """Per switch port, the frames from the hosts it dropped between two host readings."""
+    return input_drops_since(before.switch_input_drops, after.switch_input_drops)
 
 
 def cpu_shares(before: HostCounters, after: HostCounters) -> tuple[float | None, float | None]:

@@ -16,7 +16,7 @@ trace is the one kept.
 from __future__ import annotations
 
 from tcpeval.backends import fidelity
-from tcpeval.backends.emulated.counters import input_drops
+from tcpeval.backends.emulated.counters import input_drops, input_drops_since
 
 # how often (physical seconds) the switch's counters are read: one `ip -s link` in the
 # switch's namespace, which the run's 5-s progress line already takes its turn with
@@ -39,8 +39,7 @@ class DoomedWatch:
 
     def check(self, elapsed_s: float) -> bool:
         self.next_at = elapsed_s + CHECK_EVERY_S
-        now = input_drops(self.switch_ns, self.ports)
-        dropped = sum(max(0, n - self.before.get(dev, 0)) for dev, n in now.items())
+        dropped = sum(input_drops_since(self.before, input_drops(self.switch_ns, self.ports)).values())
         self.finding = fidelity.switch_input_check(dropped, self.backlog)
         if self.finding is not None:
             self.at_s = elapsed_s

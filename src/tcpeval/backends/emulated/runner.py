@@ -138,13 +138,10 @@ class EmulatedBackend:
                         if fell_behind.note(attempt[0], condition, spoiled, common.display_path(run_dir)):
                             log(f"noted: this host fell behind at x{attempt[0].dilation} on this physical "
                                 f"path ({fell_behind.path()})")
-                    tries = [0]
 
-                    def execute() -> dict:
-                        # an attempt that will be run again ends where the host dooms it
-                        tries[0] += 1
-                        return self._execute(condition, run_dir, attempt[0], art, log,
-                                             end_if_doomed=tries[0] < self.attempts)
+                    def execute(last: bool) -> dict:
+                        # an attempt that may be run again ends where the host dooms it
+                        return self._execute(condition, run_dir, attempt[0], art, log, end_if_doomed=not last)
                     record = attempt_until_ok(execute, self.attempts, self.retry_pauses_s, log,
                                               before_retry=slow_down)
                     if record["fidelity"]["verdict"] != "ok":
