@@ -86,6 +86,43 @@ def test_a_cells_interval_is_students_t_over_its_repetitions():
     assert cell["mean_frac_hw"].iloc[0] == pytest.approx(4.302653 * 0.6 / 3 ** 0.5 / 9.5, rel=1e-5)
 
 
+def test_a_comparison_over_cells_of_few_repetitions_reads_their_degrees_of_freedom_together():
+    from tcpeval.analysis.tables import Dataset
+    # two cells a side, two repetitions each: every cell's mean is +- one standard error
+    # (sd sqrt(2) over sqrt(2) runs). By hand: the sides' means 11.5 and 7.5, each
+    # +- sqrt(1 + 1) / 2 = 0.7071 (se) at Welch-Satterthwaite's 0.5^2 / (2 * 0.25^2 / 1) =
+    # 2 df (t 4.302653); their difference 4.0 +- 1.0 (se) at 1 / (4 * 0.25^2) = 4 df
+    # (t 2.776445): 4.0 +- 2.78, clear of 0. Each cell's own quantile (t 12.706 at 1 df)
+    # in quadrature would give +- 12.7: undecided.
+    runs = pd.concat([_runs({v: vals}).assign(rtt_ms=rtt) for v, vals, rtt in (
+        ("bic", [10.0, 12.0], 0.2), ("bic", [11.0, 13.0], 6.2), ("reno", [6.0, 8.0], 0.2), ("reno", [7.0, 9.0], 6.2))])
+    cells = C.cells(Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False))
+    assert list(cells["mean_gbps_df"]) == [1.0] * 4
+    a = C._mean_of(C._estimates(cells[cells["variant"] == "bic"], "mean_gbps"))
+    assert a.value == pytest.approx(11.5) and a.df == pytest.approx(2.0)
+    assert a.hw == pytest.approx(4.302653 * 0.5 ** 0.5, rel=1e-5)
+    check = {"type": "greater", "metric": "mean_gbps", "where": {"criterion": "responsiveness"},
+             "a": {"variant": "bic"}, "b": {"variant": "reno"}}
+    b = C._mean_of(C._estimates(cells[cells["variant"] == "reno"], "mean_gbps"))
+    diff = a - b
+    assert diff.value == pytest.approx(4.0) and diff.df == pytest.approx(4.0)
+    assert diff.hw == pytest.approx(2.776445, rel=1e-5)
+    assert C.evaluate(_claim(check), cells)[0] == C.HOLDS
+
+
+def test_normal_intervals_still_combine_in_quadrature_and_an_unknown_one_stays_unknown():
+    # the runs' own pooled intervals are read with the normal quantile (df inf): the mean of
+    # two is their half-widths in quadrature over two, as before
+    both = C._mean_of([C.Estimate(4.0, 0.3), C.Estimate(5.0, 0.4)])
+    assert both.hw == pytest.approx(0.25) and both.df == float("inf")
+    # a wide part of 1 df (se 1) beside a narrow normal one (se 1 / 1.96): by hand v =
+    # 0.2603 and 1, df (1.2603)^2 / 1 = 1.588, rounded down to 1 for its quantile (12.706)
+    mixed = C.Estimate(4.0, 1.0) - C.Estimate(1.0, 12.706205, df=1.0)
+    assert mixed.df == pytest.approx(1.2603 ** 2, rel=1e-3)
+    assert mixed.hw == pytest.approx(12.706205 * 1.2603 ** 0.5, rel=1e-4)
+    assert (C.Estimate(1.0, float("inf")) - C.Estimate(0.0, 0.1)).hw == float("inf")
+
+
 def test_runs_that_agree_within_their_own_intervals_pool_them():
     from tcpeval.analysis.tables import Dataset
     # two runs, each +-0.2 Gbit/s (its batch means): by hand sqrt(0.2^2 + 0.2^2) / 2 =

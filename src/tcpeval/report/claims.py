@@ -17,8 +17,11 @@ index, utilisation and first flow's share, pools its runs' own intervals (batch 
 batched quantiles, sectioning: runs table `mean_hw_bps`, `q25_hw_bps`, ..., `jain_hw`,
 `utilisation_hw_bps`, `share_first_hw`) where every run has one and the repetitions
 agree within them (pooled_half_width); otherwise, and for every other metric, it is
-Student's t over its repetitions (none, unbounded, for a cell of one run). Each comparison is at 95 %, with no
-correction for the several cells a check may read: a stated simplification.
+Student's t over its repetitions (none, unbounded, for a cell of one run). A mean over
+several cells, and a difference, add the cells' standard errors in quadrature and read them
+at Welch-Satterthwaite's degrees of freedom (their repetitions' together), not at each
+cell's own. Each comparison is at 95 %, with no correction for the several cells a check
+may read: a stated simplification.
 
 Check types (``check.type``):
   at_least / at_most / above / below  every selected cell's metric vs ``threshold``
@@ -42,6 +45,7 @@ reproduced (the model agrees with the paper: look for an emulator or port fault)
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -152,11 +156,14 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
         n, sd = groups[metric].count(), groups[metric].std(ddof=1)
         t = np.array([t_critical(CONFIDENCE, max(int(k) - 1, 1)) for k in n])
         hw = np.where(n >= 2, t * sd / np.sqrt(np.maximum(n, 1)), np.inf)
+        # the degrees of freedom of the half-width's quantile: Student's over the repetitions
+        df = np.maximum(n - 1, 1).astype(float)
         if f"{metric}_within_hw" in r:  # the runs' own intervals, where they have them
             pooled = np.array([pooled_half_width(g[metric].to_numpy(float), g[f"{metric}_within_hw"].to_numpy(float))
                                for _, g in groups])   # in the groups' order, as n and sd
             hw = np.where(np.isfinite(pooled), pooled, hw)
-        out[f"{metric}_hw"] = hw
+            df = np.where(np.isfinite(pooled), np.inf, df)   # pooled with the normal quantile
+        out[f"{metric}_hw"], out[f"{metric}_df"] = hw, df
     return out.reset_index()
 
 
@@ -195,14 +202,30 @@ def pooled_half_width(values: np.ndarray, within_hw: np.ndarray) -> float:
     return float(np.sqrt(np.sum(within_hw ** 2)) / n)
 
 
+@lru_cache(maxsize=None)
+def _t95(df: float) -> float:
+    """The 95 % two-sided quantile at ``df`` degrees of freedom: Student's t (a
+    Satterthwaite df rounded down, the wider interval), the normal's where df is inf."""
+    if not np.isfinite(df):
+        return NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
+    return t_critical(CONFIDENCE, max(1, int(df)))
+
+
 @dataclass(frozen=True)
 class Estimate:
-    """A value and its interval [lo, hi]: a 95 % half-width `hw` (inf when unknown) and
-    `worst`, a certain bound on top of it (the metric's own range about the value, where a
-    cell has no interval), which sums and differences add in full, never in quadrature."""
+    """A value and its interval [lo, hi]: a 95 % half-width `hw` (inf when unknown), drawn
+    with Student's t at `df` degrees of freedom (inf: a normal quantile, as the runs' own
+    batch-means intervals are pooled), and `worst`, a certain bound on top of it (the
+    metric's own range about the value, where a cell has no interval), which sums and
+    differences add in full, never in quadrature."""
     value: float
     hw: float
     worst: float = 0.0
+    df: float = np.inf
+
+    @property
+    def se(self) -> float:
+        return self.hw / _t95(self.df)
 
     @property
     def half(self) -> float:
@@ -217,9 +240,24 @@ class Estimate:
         return self.value + self.half
 
     def __sub__(self, other: Estimate) -> Estimate:
-        """The difference of two independent estimates: half-widths in quadrature, range
-        bounds added in full."""
-        return Estimate(self.value - other.value, float(np.hypot(self.hw, other.hw)), self.worst + other.worst)
+        """The difference of two independent estimates (_combined); range bounds added in full."""
+        return _combined(self.value - other.value, [(1.0, self), (-1.0, other)], self.worst + other.worst)
+
+
+def _combined(value: float, parts: list[tuple[float, Estimate]], worst: float) -> Estimate:
+    """sum(c_i x_i) over independent estimates x_i: standard errors in quadrature, and the t
+    quantile at Welch-Satterthwaite's degrees of freedom, (sum v_i)^2 / sum(v_i^2 / df_i)
+    with v_i = (c_i se_i)^2. Each cell's own quantile would stand for the whole otherwise:
+    22 cells of two repetitions each were read at 12.7 standard errors (t at 1 df), where
+    their 22 degrees of freedom together give 2.1. Where every part is drawn with the
+    normal quantile this is the half-widths in quadrature."""
+    v = [(c * e.se) ** 2 for c, e in parts]
+    total = float(sum(v))
+    if not np.isfinite(total):
+        return Estimate(value, np.inf, worst)
+    finite = [vi ** 2 / e.df for vi, (_, e) in zip(v, parts) if np.isfinite(e.df)]
+    df = total ** 2 / sum(finite) if finite and sum(finite) > 0 else np.inf
+    return Estimate(value, _t95(df) * float(np.sqrt(total)), worst, df)
 
 
 # Metrics whose value cannot leave a range, whatever the run: Jain's index of n flows lies
@@ -231,24 +269,24 @@ METRIC_RANGE = {"jain": lambda n_flows: (1.0 / n_flows, 1.0), "share_first": lam
 
 def _estimates(sel: pd.DataFrame, metric: str) -> list[Estimate]:
     hw = sel[f"{metric}_hw"] if f"{metric}_hw" in sel else pd.Series(np.inf, index=sel.index)
+    dfs = sel[f"{metric}_df"] if f"{metric}_df" in sel else pd.Series(np.inf, index=sel.index)
     flows = sel["n_flows"] if "n_flows" in sel else pd.Series(2, index=sel.index)
     out = []
-    for v, h, n in zip(sel[metric], hw.fillna(np.inf), flows.fillna(2)):
+    for v, h, df, n in zip(sel[metric], hw.fillna(np.inf), dfs.fillna(np.inf), flows.fillna(2)):
         v, h = float(v), float(h)
         if not np.isfinite(h) and metric in METRIC_RANGE:
             lo, hi = METRIC_RANGE[metric](int(n))
             out.append(Estimate(v, 0.0, worst=max(v - lo, hi - v, 0.0)))
         else:
-            out.append(Estimate(v, h))
+            out.append(Estimate(v, h, df=float(df)))
     return out
 
 
 def _mean_of(ests: list[Estimate]) -> Estimate:
-    """The mean of independent estimates: the intervals' half-widths combined in quadrature,
-    the range bounds of those without one added in full (their worst case)."""
+    """The mean of independent estimates (_combined), the range bounds of those without an
+    interval added in full (their worst case)."""
     m = len(ests)
-    return Estimate(sum(e.value for e in ests) / m, float(np.sqrt(sum(e.hw ** 2 for e in ests))) / m,
-                    sum(e.worst for e in ests) / m)
+    return _combined(sum(e.value for e in ests) / m, [(1.0 / m, e) for e in ests], sum(e.worst for e in ests) / m)
 
 
 # beyond this many repetitions a cell, an undecided verdict's note calls the figures too
