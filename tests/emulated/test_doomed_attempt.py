@@ -20,14 +20,22 @@ pytestmark = pytest.mark.root
 
 BACKLOG = Path("/proc/sys/net/core/netdev_max_backlog")
 DURATION_S = 30
+SECOND_FLOW_AT_S = 10
 # real time (--dilation 1) at a rate every test host carries; two attempts: the doomed
 # one and the kept one
-ARGS = ["--variant", "cubic", "--impl", "native", "--rtt", "2", "--drop", "0", "--rate", "300M",
+ARGS = ["--impl", "native", "--rtt", "2", "--drop", "0", "--rate", "300M",
         "--dilation", "1", "--attempts", "2", "--duration", str(DURATION_S), "--quiet"]
+ONE_FLOW = ["--variant", "cubic"]
+# a pair whose second flow starts later: the attempt cannot end before that flow has run,
+# since the record reads every flow's report (a convergence pair doomed before its second
+# flow started failed so)
+TWO_FLOWS = ["--flows", "cubic,cubic", "--start", f"0,{SECOND_FLOW_AT_S}"]
 
 
-def test_an_attempt_that_lost_frames_entering_the_switch_ends_there_and_runs_again(tmp_path):
-    proc = subprocess.Popen(tcpeval_cmd("run", *ARGS, "--out", str(tmp_path)), env=env(),
+@pytest.mark.parametrize("flows, ends_after_s", [(ONE_FLOW, 0.0), (TWO_FLOWS, SECOND_FLOW_AT_S + 5.0)],
+                         ids=["one-flow", "second-flow-later"])
+def test_an_attempt_that_lost_frames_entering_the_switch_ends_there_and_runs_again(tmp_path, flows, ends_after_s):
+    proc = subprocess.Popen(tcpeval_cmd("run", *flows, *ARGS, "--out", str(tmp_path)), env=env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log, saved = tmp_path / "run.log", BACKLOG.read_text()
     try:
@@ -37,17 +45,23 @@ def test_an_attempt_that_lost_frames_entering_the_switch_ends_there_and_runs_aga
         BACKLOG.write_text("1")
         doomed = wait_for_log(tmp_path, "attempt doomed at", proc, DURATION_S / 2)
     finally:
-        # before the next attempt is planned: the calibration is keyed on the setting
+        # before the next attempt is planned (the calibration is keyed on the setting) and
+        # before a second flow starts
         BACKLOG.write_text(saved)
     out, err = proc.communicate(timeout=300)
     assert doomed, log.read_text()
     assert proc.returncode == 0, err
     record = json.loads((tmp_path / "trace.json").read_text())
     (first,) = record["fidelity"]["earlier_attempts"]
-    assert first["ended_doomed"]["check"] == "switch input"
-    assert first["ended_doomed"]["at_s"] < DURATION_S / 2
+    ended = first["ended_doomed"]
+    assert ended["check"] == "switch input"
+    assert ended["at_s"] < DURATION_S / 2
+    # it ended when seen, or once every flow had started and run a check's interval
+    assert max(ended["at_s"], ends_after_s) <= ended["ended_s"] < DURATION_S
     assert any(f["check"] == "switch input" and f["measured"] > 0 for f in first["findings"])
     # the kept attempt is the last: it ran its whole length, and nothing ended it early
     assert "ended_doomed" not in record["measured"]
     assert record["measured"]["traffic_s"] >= DURATION_S
+    assert len(record["flows"]) == (2 if flows is TWO_FLOWS else 1)
     assert_ok_unless_the_host_fell_behind(record)
+

@@ -11,7 +11,9 @@ so and ran on for its whole length (BIC at 6.2 ms, 1e-7: 30 min at x6 for 1,960 
 Scalable/Reno pairs at 6.2 ms lost them in all three attempts (docs/findings-runs.md).
 
 Only an attempt that will be run again ends early: the last one runs its course, since its
-trace is the one kept.
+trace is the one kept. Nor does an attempt end before every flow has started and run a
+check's interval: the record reads each flow's report (a convergence pair doomed 5 s into
+its first flow, before its second began at half time, failed for want of the second's).
 """
 from __future__ import annotations
 
@@ -24,31 +26,52 @@ CHECK_EVERY_S = 5.0
 
 
 class DoomedWatch:
-    """``check(elapsed_s)``: whether the switch has dropped a frame from the hosts since
-    ``before`` (counters.HostCounters.switch_input_drops, read as the traffic started);
-    then ``finding`` holds the verdict's own finding and ``at_s`` when it was seen."""
+    """``check(elapsed_s)``: whether the attempt ends now. The switch's first drop of a frame
+    from the hosts since ``before`` (counters.HostCounters.switch_input_drops, read as the
+    traffic started) dooms it: ``finding`` then holds the verdict's own finding and ``at_s``
+    when it was seen; it ends then, or at ``not_before_s`` (physical s after the traffic's
+    start: every flow started and run a check's interval) if that is later."""
 
-    def __init__(self, switch_ns: str, ports: list[str], before: dict, backlog: int | None):
+    def __init__(self, switch_ns: str, ports: list[str], before: dict, backlog: int | None,
+                 not_before_s: float = 0.0, log=lambda message: None):
         self.switch_ns, self.ports, self.before, self.backlog = switch_ns, ports, dict(before), backlog
+        self.not_before_s, self.log = not_before_s, log
         self.finding: fidelity.Finding | None = None
         self.at_s: float | None = None
+        self.ended_s: float | None = None
         self.next_at = CHECK_EVERY_S
 
     def due(self, elapsed_s: float) -> bool:
-        return self.finding is None and elapsed_s >= self.next_at
+        if self.finding is None:
+            return elapsed_s >= self.next_at
+        return self.ended_s is None and elapsed_s >= self.not_before_s
 
     def check(self, elapsed_s: float) -> bool:
-        self.next_at = elapsed_s + CHECK_EVERY_S
-        dropped = sum(input_drops_since(self.before, input_drops(self.switch_ns, self.ports)).values())
-        self.finding = fidelity.switch_input_check(dropped, self.backlog)
-        if self.finding is not None:
+        if self.finding is None:
+            self.next_at = elapsed_s + CHECK_EVERY_S
+            dropped = sum(input_drops_since(self.before, input_drops(self.switch_ns, self.ports)).values())
+            self.finding = fidelity.switch_input_check(dropped, self.backlog)
+            if self.finding is None:
+                return False
             self.at_s = elapsed_s
-        return self.finding is not None
+            if elapsed_s < self.not_before_s:
+                self.log(f"attempt doomed at {elapsed_s:.0f} s ({self.finding}); it ends at "
+                         f"{self.not_before_s:.0f} s, once every flow has run")
+        if elapsed_s < self.not_before_s:
+            return False
+        self.ended_s = elapsed_s
+        return True
 
     def record(self) -> dict | None:
-        """measured.ended_doomed: when (seconds after the traffic's start, physical as
-        every measurement) and why the attempt was ended before its length; None if it
-        was not."""
-        if self.finding is None:
+        """measured.ended_doomed: when the fault was seen (at_s) and the attempt ended
+        (ended_s; seconds after the traffic's start, physical as every measurement) and
+        why; None if it was not ended so."""
+        if self.ended_s is None:
             return None
-        return {"at_s": self.at_s, "why": str(self.finding), "check": self.finding.check}
+        return {"at_s": self.at_s, "ended_s": self.ended_s, "why": str(self.finding), "check": self.finding.check}
+
+
+def earliest_end_s(flow_starts_s: list[float]) -> float:
+    """The earliest an attempt of flows starting at these times (physical s after the
+    traffic's start) may end: the last one started and run a check's interval."""
+    return max(flow_starts_s, default=0.0) + CHECK_EVERY_S

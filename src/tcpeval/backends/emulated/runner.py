@@ -54,7 +54,7 @@ from tcpeval.backends.emulated import calibrate as calib
 from tcpeval.backends.emulated import plan as plans
 from tcpeval.backends.emulated.build import Artifacts, ensure_built
 from tcpeval.backends.emulated.counters import HostCounters, ack_record, tcp_counters
-from tcpeval.backends.emulated.doomed import DoomedWatch
+from tcpeval.backends.emulated.doomed import DoomedWatch, earliest_end_s
 from tcpeval.backends.emulated.dropctl import DropStage
 from tcpeval.backends.emulated.plan import Plan, check_condition
 from tcpeval.backends.emulated.precision_watch import PrecisionWatch, steady_checkpoints
@@ -379,7 +379,8 @@ class EmulatedBackend:
             watch = PrecisionWatch(plan.stop, plan.dilation, topo.ns("r1"), first.start_s,
                                    lambda: run.drop.module.read()["dropped"], plan.interval_s, log)
         doomed = (DoomedWatch(topo.sw, topo.sender_ports() + topo.ack_ports(), before.switch_input_drops,
-                              calib.input_backlog()) if end_if_doomed else None)
+                              calib.input_backlog(), earliest_end_s([f.start_s for f in run.flows]), log)
+                  if end_if_doomed else None)
         stopped_at = traffic.drive(run.flows, topo, run.delayer, t0, plan, log, midway=snapshot,
                                    at_end=lambda: end_edge.append(self._link_counters(run)),
                                    checkpoints_s=steady_checkpoints(plan) if plan.stop else (), watch=watch,

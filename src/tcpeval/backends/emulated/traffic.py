@@ -353,7 +353,8 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
                                    or doomed and doomed.due(now - t0) and doomed.check(now - t0)):
             stopped_at = now - t0
             if doomed and doomed.finding:
-                log(f"attempt doomed at {stopped_at:.0f} s, ended there (it runs again): {doomed.finding}")
+                log(f"attempt doomed at {doomed.at_s:.0f} s, ended at {stopped_at:.0f} s (it runs again): "
+                    f"{doomed.finding}")
             pending.clear()
             for f in flows:
                 f.interrupt()
