@@ -64,4 +64,3 @@ def test_an_attempt_that_lost_frames_entering_the_switch_ends_there_and_runs_aga
     assert record["measured"]["traffic_s"] >= DURATION_S
     assert len(record["flows"]) == (2 if flows is TWO_FLOWS else 1)
     assert_ok_unless_the_host_fell_behind(record)
-

@@ -154,10 +154,10 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
         out[col] = groups[col].sum() if col in r else np.nan
     for metric in metric_cols:
         n, sd = groups[metric].count(), groups[metric].std(ddof=1)
-        t = np.array([t_critical(CONFIDENCE, max(int(k) - 1, 1)) for k in n])
-        hw = np.where(n >= 2, t * sd / np.sqrt(np.maximum(n, 1)), np.inf)
         # the degrees of freedom of the half-width's quantile: Student's over the repetitions
         df = np.maximum(n - 1, 1).astype(float)
+        t = np.array([_t95(d) for d in df])
+        hw = np.where(n >= 2, t * sd / np.sqrt(np.maximum(n, 1)), np.inf)
         if f"{metric}_within_hw" in r:  # the runs' own intervals, where they have them
             pooled = np.array([pooled_half_width(g[metric].to_numpy(float), g[f"{metric}_within_hw"].to_numpy(float))
                                for _, g in groups])   # in the groups' order, as n and sd
