@@ -245,6 +245,25 @@ def test_the_paper_campaign_asks_for_the_papers_rate_and_lets_dilation_choose(de
     assert {r.rate_bps for r in spec.expand(design, "smoke")} == {None}
 
 
+def test_two_flow_runs_lose_the_rings_packets_on_the_paths_that_cross_it(design):
+    # Sec. IV: about 2.2e-8 of the packets on the ring; the 0.2-ms path crosses none
+    for campaign in ("paper", "findings", "smoke"):
+        runs = spec.expand(design, campaign)
+        pairs = {(r.rtt_ms, r.background_loss) for r in runs if len(r.flows) == 2}
+        assert pairs <= {(0.2, 0.0), (6.2, 2.2e-8), (12.2, 2.2e-8), (24.2, 2.2e-8)} and (6.2, 2.2e-8) in pairs
+        # single flows compare the drop rates set, or no loss at all
+        assert {r.background_loss for r in runs if len(r.flows) == 1} == {0.0}
+
+
+def test_a_background_loss_per_rtt_must_give_every_rtt_the_grid_runs(design):
+    design["campaigns"]["smoke"]["background_loss"] = {0.2: 0.0}
+    with pytest.raises(spec.SpecError, match=r"campaigns/smoke/criteria/\w+/background_loss: no probability "
+                                             r"for rtt_ms 6.2; it gives one for 0.2 ms"):
+        spec.expand(design, "smoke")
+    design["campaigns"]["smoke"]["background_loss"] = {0.2: 1.5}
+    assert "background_loss" in _error(design)
+
+
 def test_a_campaign_can_force_or_forbid_dilation_and_the_path_stays(design):
     design["campaigns"]["smoke"]["dilation"] = 4
     forced = spec.expand(design, "smoke")

@@ -53,6 +53,18 @@ def _int_or_none(value) -> int | None:
     return None if value is None else int(value)
 
 
+def background_loss_at(value, rtt_ms: float, where: str) -> float:
+    """A run's background loss: one probability for every path, or one per RTT (the
+    paper's ring lost packets only on the paths that cross it, 6.2 ms and longer)."""
+    if not isinstance(value, dict):
+        return float(value)
+    for rtt, p in value.items():
+        if float(rtt) == rtt_ms:
+            return float(p)
+    raise SpecError(f"{where}/background_loss: no probability for rtt_ms {rtt_ms:g}; it gives one for "
+                    f"{', '.join(f'{float(r):g}' for r in value)} ms")
+
+
 def _dilation_setting(value) -> str | int:
     try:
         return dilation_mod.parse(value)
@@ -673,7 +685,9 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                     ecn_threshold_bytes=point.get("ecn_threshold_bytes", settings["ecn_threshold_bytes"]),
                     ecn_queues=_int_or_none(point.get("ecn_queues", settings["ecn_queues"])),
                     sock_ops=settings["sock_ops"],
-                    background_loss=float(settings["background_loss"]), hz=int(settings["hz"]),
+                    background_loss=background_loss_at(settings["background_loss"], float(point["rtt_ms"]),
+                                                       f"campaigns/{campaign}/criteria/{name}"),
+                    hz=int(settings["hz"]),
                     dilation=_dilation_setting(settings["dilation"]), stop=point_stop,
                     seed=_seed_for(campaign, crit.get("seed_from", name), variants, float(point["rtt_ms"]),
                                    float(point["drop"]), rep, extra),

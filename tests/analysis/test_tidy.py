@@ -4,6 +4,7 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from tcpeval import paths, trace
 from tcpeval.analysis import extract, metrics, tables, tidy
@@ -121,6 +122,31 @@ def test_flagged_runs_are_excluded_and_counted(smoke_raw, design, tmp_path, caps
     main(["metrics", "build", "--raw-dir", str(smoke_raw), "--results-dir", str(tmp_path / "res"),
           "--campaign", "smoke"])
     assert "(0 recomputed)" in capsys.readouterr().out
+
+
+def test_a_trace_of_another_condition_than_the_designs_is_left_out_and_named(smoke_raw, design, tmp_path, capsys):
+    # the design now gives every smoke run at 6.2 ms a background loss its trace ran without
+    assert main(["metrics", "build", "--raw-dir", str(smoke_raw), "--results-dir", str(tmp_path / "res"),
+                 "--campaign", "smoke"]) == 0
+    results = tmp_path / "res" / "emulated" / "smoke"
+    design["campaigns"]["smoke"]["background_loss"] = {0.2: 0.0, 6.2: 1e-6}
+    ds = tables.load(results, design, "smoke", "emulated", include_flagged=True)
+    expected = tables.expected_runs(design, "smoke", "emulated")
+    at_6_2 = set(expected["run"][expected["rtt_ms"] == 6.2])
+    assert at_6_2 and {r["run"] for r in ds.stale} == at_6_2
+    assert {r["reason"] for r in ds.stale} == {"background_loss 0 in its trace, 1e-06 in the design",
+                                               "background_loss 2.2e-08 in its trace, 1e-06 in the design"}
+    assert not set(ds.runs["run"]) & at_6_2 and set(ds.missing["run"]) == at_6_2   # its cells are empty
+    assert f"{len(at_6_2)} trace(s) of another condition than the design's left out" in ds.note()
+    # and `tcpeval claims` names each
+    design_file = tmp_path / "design.yaml"
+    design_file.write_text(yaml.safe_dump(design))
+    capsys.readouterr()
+    assert main(["claims", "--results", str(results), "--design", str(design_file), "--claims", "paper/claims.yaml",
+                 "--out-tex", str(tmp_path / "claims.tex")]) == 0
+    err = capsys.readouterr().err
+    assert f"{len(at_6_2)} trace(s) left out, run under another condition than the design now gives" in err
+    assert all(f"  {run}: background_loss" in err for run in at_6_2)
 
 
 def test_aggregates(smoke_raw, design, tmp_path):

@@ -136,21 +136,60 @@ def test_runs_that_agree_within_their_own_intervals_pool_them():
     assert cell["q50_frac_hw"].iloc[0] == pytest.approx(12.706 * 0.2 / 2 ** 0.5 / 2 ** 0.5 / 9.5, rel=1e-3)
 
 
-def test_two_flow_runs_pool_their_own_intervals_of_jain_utilisation_and_share():
-    from tcpeval.analysis.tables import Dataset
-    runs = pd.DataFrame([dict(criterion="fairness", variant="cubic", second="cubic", rtt_ms=0.2, drop=0.0, rep=rep,
-                              link_rate_bps=9.85e9, mean_bps=5e9, flow1_bps=f1 * 1e9, flow2_bps=f2 * 1e9,
+def _two_flow_runs(background_loss: float) -> pd.DataFrame:
+    """Two repetitions of a CUBIC pair at drop 0, each with its own intervals."""
+    return pd.DataFrame([dict(criterion="fairness", variant="cubic", second="cubic", rtt_ms=6.2, drop=0.0, rep=rep,
+                              background_loss=background_loss, link_rate_bps=9.85e9, mean_bps=5e9, flow1_bps=f1 * 1e9, flow2_bps=f2 * 1e9,
                               utilisation_bps=(f1 + f2) * 1e9, jain=j, utilisation_frac=(f1 + f2) / 9.5,
                               jain_hw=0.002, utilisation_hw_bps=0.1e9, share_first_hw=0.01,
                               **dict.fromkeys(("q25_bps", "q50_bps", "q75_bps", "spread_bps", "ubar_bps",
                                                "conv_time_s", "mean_frac"), float("nan")))
                          for rep, (f1, f2, j) in enumerate([(4.7, 4.6, 0.9999), (4.65, 4.7, 0.99997)], start=1)])
+
+
+def test_two_flow_runs_pool_their_own_intervals_of_jain_utilisation_and_share():
+    from tcpeval.analysis.tables import Dataset
+    # the ring's losses make each repetition a run of its own
+    runs = _two_flow_runs(background_loss=2.2e-8)
     cell = C.cells(Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False))
+    assert not cell["replays"].iloc[0]
     # each by hand: sqrt(hw^2 + hw^2) / 2, where Student's t over two would be 12.7 standard errors
     assert cell["jain_hw"].iloc[0] == pytest.approx(0.002 * 2 ** 0.5 / 2)
     assert cell["utilisation_gbps_hw"].iloc[0] == pytest.approx(0.1 * 2 ** 0.5 / 2)
     assert cell["utilisation_frac_hw"].iloc[0] == pytest.approx(0.1e9 * 2 ** 0.5 / 2 / C.payload_ceiling_bps(9.85e9))
     assert cell["share_first_hw"].iloc[0] == pytest.approx(0.01 * 2 ** 0.5 / 2)
+
+
+def test_repetitions_with_nothing_random_in_them_count_as_one_run():
+    from tcpeval.analysis.tables import Dataset
+    # drop 0 and no background loss: the emulator replays the run (Reno/Reno at 6.2 ms, twice:
+    # convergence 1.700 s both), so the two are one run's worth: the wider of their own
+    # intervals, not sqrt(2) narrower, and no Student's t over them
+    runs = _two_flow_runs(background_loss=0.0)
+    runs["conv_time_s"] = [1.70, 1.70]
+    cell = C.cells(Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False))
+    assert cell["replays"].iloc[0] and cell["n"].iloc[0] == 2
+    assert cell["jain_hw"].iloc[0] == pytest.approx(0.002)
+    assert cell["share_first_hw"].iloc[0] == pytest.approx(0.01)
+    assert cell["conv_time_s_hw"].iloc[0] == float("inf")   # sd 0 would give 0 +- 0
+
+
+def test_a_check_undecided_on_replaying_cells_asks_for_no_repetitions_and_plans_none():
+    from tcpeval.analysis.tables import Dataset
+    runs = pd.concat([_two_flow_runs(0.0).assign(criterion="convergence", rtt_ms=rtt, conv_time_s=t)
+                      for rtt, t in ((6.2, 3.9), (24.2, 4.1))], ignore_index=True)
+    cells = C.cells(Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False))
+    claim = _claim({"type": "greater", "metric": "conv_time_s", "where": {"criterion": "convergence"},
+                    "a": {"rtt_ms": 6.2}, "b": {"rtt_ms": 24.2}})
+    verdict, text = C.evaluate(claim, cells)
+    assert verdict == C.UNDECIDED
+    assert "replay one another, so no number of them decides it" in text
+    assert C.contested(claim, cells) == []
+    # with the ring's losses the same runs are repetitions: both sides are contested
+    random = C.cells(Dataset(runs=runs.assign(background_loss=2.2e-8), flows=pd.DataFrame(),
+                             expected=pd.DataFrame(), include_flagged=False))
+    assert "replay" not in C.evaluate(claim, random)[1]
+    assert [c["rtt_ms"] for c in C.contested(claim, random)] == [6.2, 24.2]
 
 
 def test_runs_that_differ_beyond_their_own_intervals_keep_students_t():
@@ -368,6 +407,8 @@ def test_a_line_rate_finding_is_read_against_the_links_payload_ceiling():
     def verdict(link_bps, gbps):
         runs = _runs({"reno": gbps, "bic": gbps})
         runs["drop"], runs["link_rate_bps"] = 0.0, link_bps
+        # loss-free repetitions replay one another: each run's own interval decides
+        runs["mean_hw_bps"] = link_bps * 1e-4
         runs["payload_ceiling_bps"] = link_bps * 1460 / 1514
         runs["mean_frac"] = runs["mean_bps"] / runs["payload_ceiling_bps"]
         return C.check_all([claim], Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(),

@@ -39,8 +39,9 @@ def expected_runs(design: dict, campaign: str, backend: str, also: Iterable[Cond
         rows.append({"run": paths.run_dir(c, raw_dir="."), "criterion": c.criterion,
                      "variant": c.flows[0].variant,
                      "second": c.flows[1].variant if len(c.flows) > 1 else None,
-                     "rtt_ms": c.rtt_ms, "drop": c.drop, "rep": c.rep})
-    return pd.DataFrame(rows, columns=["run", "criterion", "variant", "second", "rtt_ms", "drop", "rep"])
+                     "rtt_ms": c.rtt_ms, "drop": c.drop, "rep": c.rep, "background_loss": c.background_loss})
+    return pd.DataFrame(rows, columns=["run", "criterion", "variant", "second", "rtt_ms", "drop", "rep",
+                                       "background_loss"])
 
 
 @dataclass
@@ -55,6 +56,9 @@ class Dataset:
     bad: list = field(default_factory=list)          # skipped with --skip-bad
     missing: pd.DataFrame = field(default_factory=pd.DataFrame)  # expected, no usable trace
     extra: int = 0                      # traces outside the campaign's matrix (ignored)
+    # traces at a run path of the matrix but of another condition than the design now gives
+    # it (a setting the path does not name has changed since: stale_runs), left out
+    stale: list = field(default_factory=list)
     results: Path | None = None
     # the design's efficiency_panel_drop of responsiveness: RTT (ms) -> the panel's drop rate
     efficiency_panel_drop: dict = field(default_factory=dict)
@@ -85,6 +89,8 @@ class Dataset:
             parts.append(f"{miss} of {count(self.expected)} run(s) missing")
         if self.bad:
             parts.append(f"{len(self.bad)} unreadable trace(s) skipped")
+        if self.stale:
+            parts.append(f"{len(self.stale)} trace(s) of another condition than the design's left out")
         return "; ".join(parts) if parts else "all runs of the campaign present"
 
     def _flagged(self, criterion):
@@ -123,7 +129,7 @@ def pool(parts: list[Dataset], expected: pd.DataFrame) -> Dataset:
                    n_flagged_excluded=sum(p.n_flagged_excluded for p in parts),
                    n_flagged_included=sum(p.n_flagged_included for p in parts),
                    bad=[b for p in parts for b in p.bad], missing=expected[~cell_keys(expected).isin(have)],
-                   extra=sum(p.extra for p in parts), results=None,
+                   extra=sum(p.extra for p in parts), stale=[r for p in parts for r in p.stale], results=None,
                    efficiency_panel_drop=parts[0].efficiency_panel_drop if parts else {},
                    flagged_runs=cat([p.flagged_runs for p in parts]))
 
@@ -131,6 +137,21 @@ def pool(parts: list[Dataset], expected: pd.DataFrame) -> Dataset:
 def _efficiency_panel_drop(design: dict) -> dict[float, float]:
     crit = design["criteria"].get("responsiveness", {})
     return {round(float(rtt), 3): float(p) for rtt, p in crit.get("efficiency_panel_drop", {}).items()}
+
+
+def stale_runs(runs: pd.DataFrame, expected: pd.DataFrame) -> list[dict]:
+    """The runs whose trace holds another condition than the design now gives their path:
+    a path names a condition only up to the settings it does not spell out (the
+    background loss), and editing the design keeps the traces (runs.smk), so a cell could
+    otherwise pool runs of two conditions. Each as {run, reason}. Runs tabled before the
+    background loss was recorded count as without one (no design set it before)."""
+    if runs.empty or "background_loss" not in expected:
+        return []
+    have = (runs["background_loss"] if "background_loss" in runs else pd.Series(np.nan, index=runs.index)).fillna(0.0)
+    want = runs["run"].map(expected.drop_duplicates("run").set_index("run")["background_loss"]).astype(float)
+    differ = ~np.isclose(have.astype(float), want, rtol=1e-9, atol=0.0)
+    return [{"run": run, "reason": f"background_loss {h:g} in its trace, {w:g} in the design"}
+            for run, h, w in zip(runs["run"][differ], have[differ], want[differ])]
 
 
 def load(results: str | Path, design: dict, campaign: str, backend: str, *,
@@ -145,6 +166,8 @@ def load(results: str | Path, design: dict, campaign: str, backend: str, *,
     in_matrix = good["run"].isin(expected["run"])
     extra = int((~in_matrix).sum())
     good = good[in_matrix]
+    stale = stale_runs(good, expected)
+    good = good[~good["run"].isin([r["run"] for r in stale])]
     flagged = good[good["verdict"] != "ok"]
     used = good if include_flagged else good[good["verdict"] == "ok"]
     # Missing: expected runs with no readable trace (never run, or skipped as bad). Runs
@@ -154,7 +177,7 @@ def load(results: str | Path, design: dict, campaign: str, backend: str, *,
                  expected=expected, include_flagged=include_flagged,
                  n_flagged_excluded=0 if include_flagged else len(flagged),
                  n_flagged_included=len(flagged) if include_flagged else 0,
-                 bad=bad[["run", "error"]].to_dict("records"), missing=missing, extra=extra,
+                 bad=bad[["run", "error"]].to_dict("records"), missing=missing, extra=extra, stale=stale,
                  results=results, efficiency_panel_drop=_efficiency_panel_drop(design),
                  flagged_runs=flagged)
     return ds

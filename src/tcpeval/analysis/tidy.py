@@ -39,7 +39,7 @@ RUN_SCHEMA = pa.schema([
     ("run", _S), ("trace", _S), ("status", _S), ("error", _S),
     ("backend", _S), ("campaign", _S), ("criterion", _S), ("variants", _S), ("variant", _S),
     ("second", _S), ("rtt_ms", _F), ("drop", _F), ("rep", _I), ("duration_s", _F),
-    ("interval_s", _F), ("n_flows", _I), ("verdict", _S), ("flag_reasons", _S),
+    ("interval_s", _F), ("background_loss", _F), ("n_flows", _I), ("verdict", _S), ("flag_reasons", _S),
     ("flag_checks", _S),
     ("link_rate_bps", _F), ("payload_ceiling_bps", _F), ("measured_rtt_ms", _F), ("measured_drop", _F),
     ("dropped_packets", _I),

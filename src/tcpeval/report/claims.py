@@ -124,6 +124,10 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
     r["spread_gbps"] = r["spread_bps"] / 1e9
     r["spread_frac"] = r["spread_bps"] / r["ubar_bps"]
     r["virtual_s"] = _ran_s(r)
+    # a run with nothing random in its condition (no drop rate, no background loss) is
+    # replayed, not repeated, by its repetitions (replaying_cells)
+    background = r["background_loss"].fillna(0.0) if "background_loss" in r else 0.0
+    r["random"] = (r["drop"] > 0) | (background > 0)
     within = r["mean_hw_bps"] if "mean_hw_bps" in r else pd.Series(np.inf, index=r.index)
     r["mean_gbps_within_hw"] = within / 1e9
     r["mean_frac_within_hw"] = within / ceiling
@@ -147,20 +151,24 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
     groups = r.groupby(keys)
     out = groups[metric_cols].mean()
     out["n"] = groups.size()
+    out["replays"] = ~groups["random"].any()
     out["link_gbps"] = groups["link_rate_bps"].median() / 1e9   # the link (frames) the cell ran on
     # the cell's cost (budget): traffic in virtual s, the kept attempts' wall time, attempts
     out["virtual_s"] = groups["virtual_s"].sum()
     for col in ("wall_s", "attempts"):
         out[col] = groups[col].sum() if col in r else np.nan
+    replays = out["replays"].to_numpy(bool)
     for metric in metric_cols:
         n, sd = groups[metric].count(), groups[metric].std(ddof=1)
         # the degrees of freedom of the half-width's quantile: Student's over the repetitions
         df = np.maximum(n - 1, 1).astype(float)
         t = np.array([_t95(d) for d in df])
-        hw = np.where(n >= 2, t * sd / np.sqrt(np.maximum(n, 1)), np.inf)
+        # replays tell nothing about a population of runs: no interval from them
+        hw = np.where((n >= 2) & ~replays, t * sd / np.sqrt(np.maximum(n, 1)), np.inf)
         if f"{metric}_within_hw" in r:  # the runs' own intervals, where they have them
-            pooled = np.array([pooled_half_width(g[metric].to_numpy(float), g[f"{metric}_within_hw"].to_numpy(float))
-                               for _, g in groups])   # in the groups' order, as n and sd
+            pooled = np.array([pooled_half_width(g[metric].to_numpy(float), g[f"{metric}_within_hw"].to_numpy(float),
+                                                 replayed=bool(rep))
+                               for (_, g), rep in zip(groups, replays)])   # in the groups' order, as n and sd
             hw = np.where(np.isfinite(pooled), pooled, hw)
             df = np.where(np.isfinite(pooled), np.inf, df)   # pooled with the normal quantile
         out[f"{metric}_hw"], out[f"{metric}_df"] = hw, df
@@ -177,7 +185,7 @@ def chi2_critical(confidence: float, df: int) -> float:
     return float(df * (1 - c + z * np.sqrt(c)) ** 3)
 
 
-def pooled_half_width(values: np.ndarray, within_hw: np.ndarray) -> float:
+def pooled_half_width(values: np.ndarray, within_hw: np.ndarray, replayed: bool = False) -> float:
     """The 95 % half-width of the mean of a cell's runs from the runs' own intervals
     (batch means after each run's warm-up cut): sqrt(sum hw_i^2) / n, the mean of
     independent estimates. Only where every run has an interval and the runs agree with
@@ -187,12 +195,16 @@ def pooled_half_width(values: np.ndarray, within_hw: np.ndarray) -> float:
     keep Student's t over the repetitions. A single run: its own interval. inf otherwise
     (the caller keeps Student's t). With two repetitions t has one degree of freedom
     (12.7 standard errors at 95 %), which left most findings of the 0.2-ms slice undecided
-    though each run knew its mean to +-5 %."""
+    though each run knew its mean to +-5 %. Runs that replay one another (``replayed``:
+    nothing random in their condition) are one run's worth: the widest of their own
+    intervals, not narrowed by their number."""
     n = len(values)
     if n == 0 or not np.all(np.isfinite(within_hw)) or np.any(within_hw <= 0) or not np.all(np.isfinite(values)):
         return np.inf
     if n == 1:
         return float(within_hw[0])
+    if replayed:
+        return float(np.max(within_hw))
     se = within_hw / NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
     w = 1.0 / se ** 2
     centre = float(np.sum(w * values) / np.sum(w))
@@ -222,6 +234,9 @@ class Estimate:
     hw: float
     worst: float = 0.0
     df: float = np.inf
+    # from (or partly from) cells whose repetitions replay one another: more of them
+    # narrow nothing (cells, replaying_cells)
+    replays: bool = False
 
     @property
     def se(self) -> float:
@@ -253,11 +268,12 @@ def _combined(value: float, parts: list[tuple[float, Estimate]], worst: float) -
     normal quantile this is the half-widths in quadrature."""
     v = [(c * e.se) ** 2 for c, e in parts]
     total = float(sum(v))
+    replays = any(e.replays for _, e in parts)
     if not np.isfinite(total):
-        return Estimate(value, np.inf, worst)
+        return Estimate(value, np.inf, worst, replays=replays)
     finite = [vi ** 2 / e.df for vi, (_, e) in zip(v, parts) if np.isfinite(e.df)]
     df = total ** 2 / sum(finite) if finite and sum(finite) > 0 else np.inf
-    return Estimate(value, _t95(df) * float(np.sqrt(total)), worst, df)
+    return Estimate(value, _t95(df) * float(np.sqrt(total)), worst, df, replays)
 
 
 # Metrics whose value cannot leave a range, whatever the run: Jain's index of n flows lies
@@ -271,14 +287,16 @@ def _estimates(sel: pd.DataFrame, metric: str) -> list[Estimate]:
     hw = sel[f"{metric}_hw"] if f"{metric}_hw" in sel else pd.Series(np.inf, index=sel.index)
     dfs = sel[f"{metric}_df"] if f"{metric}_df" in sel else pd.Series(np.inf, index=sel.index)
     flows = sel["n_flows"] if "n_flows" in sel else pd.Series(2, index=sel.index)
+    replays = sel["replays"] if "replays" in sel else pd.Series(False, index=sel.index)
     out = []
-    for v, h, df, n in zip(sel[metric], hw.fillna(np.inf), dfs.fillna(np.inf), flows.fillna(2)):
+    for v, h, df, n, rep in zip(sel[metric], hw.fillna(np.inf), dfs.fillna(np.inf), flows.fillna(2),
+                                replays.fillna(False)):
         v, h = float(v), float(h)
         if not np.isfinite(h) and metric in METRIC_RANGE:
             lo, hi = METRIC_RANGE[metric](int(n))
-            out.append(Estimate(v, 0.0, worst=max(v - lo, hi - v, 0.0)))
+            out.append(Estimate(v, 0.0, worst=max(v - lo, hi - v, 0.0), replays=bool(rep)))
         else:
-            out.append(Estimate(v, h, df=float(df)))
+            out.append(Estimate(v, h, df=float(df), replays=bool(rep)))
     return out
 
 
@@ -307,11 +325,16 @@ def reps_to_decide(gap: float, hw: float, n: int) -> float:
 # a part whose cells include one without an interval of its own (a single two-flow run:
 # its metric's whole range stands in) cannot be extrapolated: a second repetition comes first
 NEEDS_AN_INTERVAL = -1.0
+# a part read from cells whose repetitions replay one another: no number of them decides it
+REPLAYS = -2.0
 
 
 def _reps(gap: float, est: Estimate, n: int) -> float:
     """reps_to_decide on an estimate; NEEDS_AN_INTERVAL where a range stands in for part of
-    its interval (+-0.5 on a Jain index of 1.000 would ask for thousands of repetitions)."""
+    its interval (+-0.5 on a Jain index of 1.000 would ask for thousands of repetitions);
+    REPLAYS where part of it comes from cells whose repetitions replay one another."""
+    if est.replays:
+        return REPLAYS
     return NEEDS_AN_INTERVAL if est.worst > 0 else reps_to_decide(gap, est.half, n)
 
 
@@ -319,6 +342,9 @@ def _reps_note(needs: list[float]) -> str:
     """What would decide an undecided check: the largest repetition count its parts need."""
     if not needs:
         return ""
+    if REPLAYS in needs:
+        return ("; its cells at drop 0 without background loss have nothing random in them: their "
+                "repetitions replay one another, so no number of them decides it")
     if NEEDS_AN_INTERVAL in needs:
         return ("; its cells without an interval of their own (one run of a two-flow criterion) "
                 "need a second repetition before a count can be told")
@@ -551,15 +577,23 @@ def contested(claim: dict, df: pd.DataFrame) -> list[dict]:
     of a group still open (best, worst), both sides of a comparison (greater, close), every
     cell of a group still open (within). Another repetition of any other cell leaves the
     verdict where it is; a cell that is clear of the threshold, or clearly out of the
-    running, gets none (issue 25: "more where the compared quantities are close")."""
+    running, gets none (issue 25: "more where the compared quantities are close"), nor
+    does a cell whose repetitions replay one another (cells: `replays`)."""
+    return [{k: v for k, v in c.items() if k != "replays"} for c in _contested(claim, df)
+            if not c["replays"]]
+
+
+def _records(sel: pd.DataFrame) -> list[dict]:
+    return [{"criterion": str(r["criterion"]), "variant": str(r["variant"]), "second": str(r["second"] or ""),
+             "rtt_ms": float(r["rtt_ms"]), "drop": float(r["drop"]), "replays": bool(r.get("replays", False))}
+            for r in sel.to_dict("records")]
+
+
+def _contested(claim: dict, df: pd.DataFrame) -> list[dict]:
     check = claim["check"]
     kind, metric = check["type"], check.get("metric")
     base = dict(check.get("where", {}))
-
-    def records(sel: pd.DataFrame) -> list[dict]:
-        return [{"criterion": str(r["criterion"]), "variant": str(r["variant"]), "second": str(r["second"] or ""),
-                 "rtt_ms": float(r["rtt_ms"]), "drop": float(r["drop"])} for r in sel.to_dict("records")]
-
+    records = _records
     if kind in ("at_least", "at_most", "above", "below", "between"):
         sel = _select(df, base).dropna(subset=[metric])
         lo = _threshold(check["lo"] if kind == "between" else check["threshold"])

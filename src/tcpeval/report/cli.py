@@ -43,7 +43,18 @@ def _context(args):
         raise UserError(str(err)) from None
     except FileNotFoundError as err:
         raise UserError(str(err)) from None
+    warn_stale(ds, results)
     return ds, design, campaign, backend
+
+
+def warn_stale(ds, results) -> None:
+    """Name the traces left out for holding another condition than the design's."""
+    if ds.stale:
+        print(f"tcpeval: {results}: {len(ds.stale)} trace(s) left out, run under another condition than the "
+              "design now gives their path; run each again (tcpeval run --force <its trace>) or restore the "
+              "design:", file=sys.stderr)
+        for r in ds.stale:
+            print(f"  {r['run']}: {r['reason']}", file=sys.stderr)
 
 
 def _dataset_if_run(args):
@@ -110,7 +121,9 @@ def cmd_claims(args) -> int:
         if not (where / "runs.parquet").exists():
             return None
         try:
-            return tables.load(where, design, name, backend, include_flagged=args.include_flagged)
+            other = tables.load(where, design, name, backend, include_flagged=args.include_flagged)
+            warn_stale(other, where)
+            return other
         except spec.SpecError as err:
             raise UserError(f"{where}: {err}") from None
 

@@ -101,6 +101,9 @@ def build(ds: T.Dataset, design: dict, campaign: str, backend: str,
 
     paper_runs = spec.expand(design, "paper", backend)
     m.name("tevPaperRuns", f"{len(paper_runs):,}".replace(",", "{,}"))
+    # the original ring's losses, as the paper's two-flow runs model them (levels.ring_loss)
+    ring = max((r.background_loss for r in paper_runs if len(r.flows) > 1), default=0.0)
+    m.name("tevRingLoss", fmt_drop(ring))
     for crit, n in spec.counts_by_criterion(paper_runs).items():
         m.key(f"runs/paper/{crit}", n)
     for crit, n in spec.counts_by_criterion(campaign_runs).items():
