@@ -37,6 +37,17 @@ def test_summary_matches_metrics(smoke_raw, smoke_conditions):
     assert len(samples["t_s"]) == sum(len(f["samples"]["t_s"]) for f in record["flows"])
 
 
+def test_a_run_records_its_condition_s_background_loss_and_what_its_droppers_drew(smoke_raw, smoke_conditions):
+    cond = next(c for c in smoke_conditions if c.criterion == "convergence" and c.rtt_ms == 6.2)
+    record = extract.load(_trace(smoke_raw, cond))
+    # the counters as the emulated backend records them (one dropper per receiver's link)
+    record["measured"]["background_drop"] = [{"seen": 31874149, "dropped": 1}, {"seen": 13760371, "dropped": 0}]
+    row = extract.summarise(record)[0]
+    assert row["background_loss"] == cond.background_loss == 2.2e-8 and row["background_dropped"] == 1
+    record["measured"]["background_drop"] = None
+    assert extract.summarise(record)[0]["background_dropped"] is None
+
+
 def test_corrupt_and_missing_trace_name_the_run(smoke_raw, smoke_conditions, tmp_path, capsys):
     cond = smoke_conditions[0]
     path = _trace(smoke_raw, cond)

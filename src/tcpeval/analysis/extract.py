@@ -349,6 +349,8 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         "measured_rtt_ms": _num(meas.get("rtt_ms")),
         "measured_drop": _num(meas["drop"].get("rate")),
         "dropped_packets": _count(meas["drop"].get("dropped")),
+        # what the background droppers (the ring's losses) drew; None without them
+        "background_dropped": _background_dropped(meas.get("background_drop")),
         "hostname": env.get("hostname"), "kernel": env.get("kernel"),
         "git_revision": env.get("git_revision"), "tcpeval_version": env.get("tcpeval_version"),
         "mech_drop": mech.get("drop"), "mech_delay": mech.get("delay"), "mech_rate": mech.get("rate"),
@@ -471,6 +473,12 @@ def _num(v) -> float:
 
 def _count(v) -> int | None:
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
+
+
+def _background_dropped(counters) -> int | None:
+    """Packets the background droppers dropped, over all of them (measured.background_drop)."""
+    counts = [_count(c.get("dropped")) for c in counters or [] if isinstance(c, dict)]
+    return sum(counts) if counts and None not in counts else None
 
 
 def _samples(run_id: str, per_flow: list[dict], flows_in: list[dict]) -> dict:

@@ -42,7 +42,7 @@ RUN_SCHEMA = pa.schema([
     ("interval_s", _F), ("background_loss", _F), ("n_flows", _I), ("verdict", _S), ("flag_reasons", _S),
     ("flag_checks", _S),
     ("link_rate_bps", _F), ("payload_ceiling_bps", _F), ("measured_rtt_ms", _F), ("measured_drop", _F),
-    ("dropped_packets", _I),
+    ("dropped_packets", _I), ("background_dropped", _I),
     ("hostname", _S), ("kernel", _S), ("git_revision", _S), ("tcpeval_version", _S),
     ("mech_drop", _S), ("mech_delay", _S), ("mech_rate", _S), ("dilation", _I), ("started_at", _S),
     ("wall_s", _F), ("attempts", _I), ("link_late_share", _F),
