@@ -200,6 +200,10 @@ class TestbedBackend:
             threshold = registers.program(bus, condition.drop, condition.seed)
             stack.callback(registers.disable, bus)
             log(f"drop module programmed: p={condition.drop:g} threshold={threshold:#x} seed={condition.seed:#x}")
+            if condition.background_loss:
+                # the emulator's stand-in for the paper's ring; a testbed's path loses what it loses
+                log(f"background loss {condition.background_loss:g} of the condition: not emulated here, the "
+                    "path's own losses stand in (mechanisms.background_loss null)")
             probe = parse_ping(senders[0].run(ping_command(desc["receivers"][0]["data_ip"]), timeout=30).stdout)
             log(f"RTT {probe['median_ms']:.3f} ms (ping, median of {probe['count']})")
             tmpdirs = [remote_tmpdir(h) for h in [*senders, *receivers]]
@@ -222,7 +226,9 @@ class TestbedBackend:
                         "drop_detail": {"threshold": threshold, "seed": condition.seed,
                                         "register_tool": desc["dropper"]["write"]},
                         # real links run in real time: the setting is ignored
-                        "dilation": {"factor": 1, "setting": condition.dilation}},
+                        "dilation": {"factor": 1, "setting": condition.dilation},
+                        # the path's own losses are the testbed's background loss
+                        "background_loss": None},
             flows=flows,
             measured={"base_rtt_ms": probe["min_ms"], "rtt_ms": probe["median_ms"], "rtt_probe": probe,
                       "drop": record.drop_measurement(seen, dropped),
