@@ -17,7 +17,9 @@ index, utilisation and first flow's share, pools its runs' own intervals (batch 
 batched quantiles, sectioning: runs table `mean_hw_bps`, `q25_hw_bps`, ..., `jain_hw`,
 `utilisation_hw_bps`, `share_first_hw`) where every run has one and the repetitions
 agree within them (pooled_half_width); otherwise, and for every other metric, it is
-Student's t over its repetitions (none, unbounded, for a cell of one run). A mean over
+Student's t over its repetitions (none, unbounded, for a cell of one run). The
+repetitions of a cell with nothing random in its condition (drop 0, no background loss)
+may replay one another on the emulator: they count as one run (`replays`). A mean over
 several cells, and a difference, add the cells' standard errors in quadrature and read them
 at Welch-Satterthwaite's degrees of freedom (their repetitions' together), not at each
 cell's own. Each comparison is at 95 %, with no correction for the several cells a check
@@ -124,8 +126,8 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
     r["spread_gbps"] = r["spread_bps"] / 1e9
     r["spread_frac"] = r["spread_bps"] / r["ubar_bps"]
     r["virtual_s"] = _ran_s(r)
-    # a run with nothing random in its condition (no drop rate, no background loss) is
-    # replayed, not repeated, by its repetitions (replaying_cells)
+    # a run with nothing random in its condition (no drop rate, no background loss) may be
+    # replayed, not repeated, by its repetitions: such a cell `replays` (docs/precision.md)
     background = r["background_loss"].fillna(0.0) if "background_loss" in r else 0.0
     r["random"] = (r["drop"] > 0) | (background > 0)
     within = r["mean_hw_bps"] if "mean_hw_bps" in r else pd.Series(np.inf, index=r.index)
@@ -235,7 +237,7 @@ class Estimate:
     worst: float = 0.0
     df: float = np.inf
     # from (or partly from) cells whose repetitions replay one another: more of them
-    # narrow nothing (cells, replaying_cells)
+    # narrow nothing (cells: `replays`)
     replays: bool = False
 
     @property
