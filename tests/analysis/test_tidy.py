@@ -133,6 +133,12 @@ def test_flagged_runs_are_excluded_and_counted(smoke_raw, design, tmp_path, caps
     main(["metrics", "build", "--raw-dir", str(smoke_raw), "--results-dir", str(tmp_path / "res"),
           "--campaign", "smoke"])
     assert "(0 recomputed)" in capsys.readouterr().out
+    # a per-run table written before a column was added is recomputed, not read as null
+    one = next((tmp_path / "res").rglob(tidy.RUN_FILE))
+    pq.write_table(pq.read_table(one).drop(["background_loss"]), one)
+    main(["metrics", "build", "--raw-dir", str(smoke_raw), "--results-dir", str(tmp_path / "res"),
+          "--campaign", "smoke"])
+    assert "(1 recomputed)" in capsys.readouterr().out and tidy.run_table_current(one)
 
 
 def test_a_trace_of_another_condition_than_the_designs_is_left_out_and_named(smoke_raw, design, tmp_path, capsys):

@@ -61,7 +61,8 @@ def cmd_gather(args) -> int:
 
 def cmd_build(args) -> int:
     """Render from what exists: per-run outputs for every trace present (only those
-    older than their trace are recomputed), then gather. Runs nothing."""
+    older than their trace, or without a column this version writes, are recomputed),
+    then gather. Runs nothing."""
     from tcpeval.analysis import extract, tables, tidy
 
     try:
@@ -77,7 +78,8 @@ def cmd_build(args) -> int:
             missing += 1
             continue
         out = Path(per_run_dir(args.results_dir, run_id))
-        fresh = (out / tidy.RUN_FILE).exists() and (out / tidy.RUN_FILE).stat().st_mtime >= trace_path.stat().st_mtime
+        fresh = ((out / tidy.RUN_FILE).exists() and (out / tidy.RUN_FILE).stat().st_mtime >= trace_path.stat().st_mtime
+                 and tidy.run_table_current(out / tidy.RUN_FILE))
         if args.force or not fresh:
             try:
                 tidy.write_run(trace_path, out, skip_bad=args.skip_bad, **_metric_kw(args))

@@ -154,6 +154,12 @@ def write_run(trace_path: str | Path, out_dir: str | Path, **kw) -> dict:
     return run.to_pylist()[0]
 
 
+def run_table_current(path: str | Path) -> bool:
+    """Whether a per-run table has every column this version writes: one written before a
+    column was added is recomputed (`metrics build`), so the column is not read as null."""
+    return set(RUN_SCHEMA.names) <= set(pq.read_schema(path).names)
+
+
 def gather(run_dirs: Iterable[str | Path], out_dir: str | Path, *, skip_bad: bool = False) -> dict:
     """Concatenate per-run outputs into the campaign tables. Bad runs (status 'bad', made
     with --skip-bad) stop the gather unless ``skip_bad``; then they are listed in
