@@ -72,6 +72,23 @@ def test_two_flows_with_offset(backend, tmp_path, rate):
     assert nothing_left(run_id_of(tmp_path))
 
 
+def test_background_loss_drops_on_each_receivers_link_at_its_rate_and_is_logged(backend, tmp_path, rate):
+    # the paper's ring as the two-flow criteria model it, here at 1e-3 to see enough drops
+    p = 1e-3
+    cond = adhoc_condition(["reno", "cubic"], 2.0, 0.0, 3.0, impl="native", rate_bps=rate, seed=9,
+                           background_loss=p)
+    record = backend.run(cond, tmp_path)
+    assert record["mechanisms"]["background_loss"]["probability"] == p
+    counters = record["measured"]["background_drop"]
+    assert len(counters) == 2 and all(c["seen"] > 0 for c in counters)   # one dropper per receiver
+    seen, dropped = sum(c["seen"] for c in counters), sum(c["dropped"] for c in counters)
+    assert abs(dropped - seen * p) <= 5 * (seen * p) ** 0.5, (dropped, seen)
+    assert record["measured"]["drop"]["dropped"] == 0                      # the drop module's own: none
+    log = (tmp_path / "run.log").read_text()
+    assert "drop 0 background loss 0.001 rate" in log and f"background loss: {dropped} of {seen} packets" in log
+    assert nothing_left(run_id_of(tmp_path))
+
+
 def test_refuses_to_overwrite(backend, tmp_path, rate):
     from tcpeval.backends.base import BackendError
     (tmp_path / "trace.json").write_text("{}")

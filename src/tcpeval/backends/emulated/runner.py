@@ -254,7 +254,8 @@ class EmulatedBackend:
         run = Run(run_id=run_id, plan=plan, art=art, run_dir=run_dir,
                   topo=topology.Topology(run_id, len(plan.flows)))
         log(f"run {run_id}: {'+'.join(f.variant for f in plan.flows)} rtt {plan.rtt_ms} ms "
-            f"drop {plan.drop:g} rate {'unshaped' if plan.rate_bps is None else f'{plan.rate_bps / 1e9:.3g} Gbps'} "
+            f"drop {plan.drop:g}{f' background loss {plan.background_loss:g}' if plan.background_loss else ''} "
+            f"rate {'unshaped' if plan.rate_bps is None else f'{plan.rate_bps / 1e9:.3g} Gbps'} "
             f"buffer {plan.buffer_bytes} B duration {plan.duration_s:g} s")
         host.write_state(run_id, namespaces=run.topo.namespaces(), run_dir=str(run_dir))
         t_setup = time.monotonic()
@@ -409,6 +410,9 @@ class EmulatedBackend:
         fw0, fw1 = before.forwarded, after.forwarded
         run.dumbbell.switch["ip_forwarded_during_traffic"] = None if None in (fw0, fw1) else fw1 - fw0
         drop_counters, background_counters = run.drop.read()
+        if background_counters:
+            log(f"background loss: {sum(c['dropped'] for c in background_counters)} of "
+                f"{sum(c['seen'] for c in background_counters)} packets dropped")
         return TrafficMeasurements(t0=t0, traffic_s=traffic_s, before=before, after=after, acks=acks,
                                    cc_guard=cc_guard, drop_counters=drop_counters,
                                    background_counters=background_counters, link_steady=link_steady,

@@ -352,7 +352,7 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
         if stopped_at is None and (watch and watch.due(now - t0) and watch.check(now - t0)
                                    or doomed and doomed.due(now - t0) and doomed.check(now - t0)):
             stopped_at = now - t0
-            if doomed and doomed.finding:
+            if doomed and doomed.ended_s is not None:   # not a precision stop while doomed waits
                 log(f"attempt doomed at {doomed.at_s:.0f} s, ended at {stopped_at:.0f} s (it runs again): "
                     f"{doomed.finding}")
             pending.clear()
