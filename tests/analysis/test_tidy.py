@@ -1,4 +1,5 @@
 """Trace -> per-run Parquet -> gathered tables: errors name the run, gather is incremental."""
+import copy
 import json
 
 import numpy as np
@@ -146,6 +147,7 @@ def test_a_trace_of_another_condition_than_the_designs_is_left_out_and_named(smo
     assert main(["metrics", "build", "--raw-dir", str(smoke_raw), "--results-dir", str(tmp_path / "res"),
                  "--campaign", "smoke"]) == 0
     results = tmp_path / "res" / "emulated" / "smoke"
+    design = copy.deepcopy(design)   # the session's design stays as it is
     design["campaigns"]["smoke"]["background_loss"] = {0.2: 0.0, 6.2: 1e-6}
     ds = tables.load(results, design, "smoke", "emulated", include_flagged=True)
     expected = tables.expected_runs(design, "smoke", "emulated")
