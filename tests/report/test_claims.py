@@ -185,6 +185,10 @@ def test_a_check_undecided_on_replaying_cells_asks_for_no_repetitions_and_plans_
     assert verdict == C.UNDECIDED
     assert "replay one another, so no number of them decides it" in text
     assert C.contested(claim, cells) == []
+    # one run a cell with the ring's losses: a second repetition would give the interval
+    one = C.cells(Dataset(runs=runs[runs["rep"] == 1].assign(background_loss=2.2e-8), flows=pd.DataFrame(),
+                          expected=pd.DataFrame(), include_flagged=False))
+    assert "need a second repetition" in C.evaluate(claim, one)[1]
     # with the ring's losses the same runs are repetitions: both sides are contested
     random = C.cells(Dataset(runs=runs.assign(background_loss=2.2e-8), flows=pd.DataFrame(),
                              expected=pd.DataFrame(), include_flagged=False))

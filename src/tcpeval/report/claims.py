@@ -333,11 +333,14 @@ REPLAYS = -2.0
 
 def _reps(gap: float, est: Estimate, n: int) -> float:
     """reps_to_decide on an estimate; NEEDS_AN_INTERVAL where a range stands in for part of
-    its interval (+-0.5 on a Jain index of 1.000 would ask for thousands of repetitions);
+    its interval (+-0.5 on a Jain index of 1.000 would ask for thousands of repetitions) or
+    where one run without an interval of its own leaves it unknown (a convergence time);
     REPLAYS where part of it comes from cells whose repetitions replay one another."""
     if est.replays:
         return REPLAYS
-    return NEEDS_AN_INTERVAL if est.worst > 0 else reps_to_decide(gap, est.half, n)
+    if est.worst > 0 or (n < 2 and not np.isfinite(est.half)):   # one run, no interval of its own
+        return NEEDS_AN_INTERVAL
+    return reps_to_decide(gap, est.half, n)
 
 
 def _reps_note(needs: list[float]) -> str:
@@ -348,7 +351,7 @@ def _reps_note(needs: list[float]) -> str:
         return ("; its cells at drop 0 without background loss have nothing random in them: their "
                 "repetitions replay one another, so no number of them decides it")
     if NEEDS_AN_INTERVAL in needs:
-        return ("; its cells without an interval of their own (one run of a two-flow criterion) "
+        return ("; its cells without an interval of their own (one run, and none of its own) "
                 "need a second repetition before a count can be told")
     worst = max(needs)
     if not np.isfinite(worst):
