@@ -351,7 +351,7 @@ def _reps_note(needs: list[float]) -> str:
         return ("; its cells at drop 0 without background loss have nothing random in them: their "
                 "repetitions replay one another, so no number of them decides it")
     if NEEDS_AN_INTERVAL in needs:
-        return ("; its cells without an interval of their own (one run, and none of its own) "
+        return ("; its cells of one run without an interval of their own "
                 "need a second repetition before a count can be told")
     worst = max(needs)
     if not np.isfinite(worst):
