@@ -139,17 +139,24 @@ def _efficiency_panel_drop(design: dict) -> dict[float, float]:
     return {round(float(rtt), 3): float(p) for rtt, p in crit.get("efficiency_panel_drop", {}).items()}
 
 
+def background_loss_of(runs: pd.DataFrame) -> pd.Series:
+    """Each run's background loss; runs tabled before it was recorded had none (no design
+    set one before)."""
+    if "background_loss" not in runs:
+        return pd.Series(0.0, index=runs.index)
+    return runs["background_loss"].fillna(0.0).astype(float)
+
+
 def stale_runs(runs: pd.DataFrame, expected: pd.DataFrame) -> list[dict]:
     """The runs whose trace holds another condition than the design now gives their path:
     a path names a condition only up to the settings it does not spell out (the
     background loss), and editing the design keeps the traces (runs.smk), so a cell could
-    otherwise pool runs of two conditions. Each as {run, reason}. Runs tabled before the
-    background loss was recorded count as without one (no design set it before)."""
+    otherwise pool runs of two conditions. Each as {run, reason} (background_loss_of)."""
     if runs.empty or "background_loss" not in expected:
         return []
-    have = (runs["background_loss"] if "background_loss" in runs else pd.Series(np.nan, index=runs.index)).fillna(0.0)
+    have = background_loss_of(runs)
     want = runs["run"].map(expected.drop_duplicates("run").set_index("run")["background_loss"]).astype(float)
-    differ = ~np.isclose(have.astype(float), want, rtol=1e-9, atol=0.0)
+    differ = ~np.isclose(have, want, rtol=1e-9, atol=0.0)
     return [{"run": run, "reason": f"background_loss {h:g} in its trace, {w:g} in the design"}
             for run, h, w in zip(runs["run"][differ], have[differ], want[differ])]
 

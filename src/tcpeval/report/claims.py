@@ -128,8 +128,7 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
     r["virtual_s"] = _ran_s(r)
     # a run with nothing random in its condition (no drop rate, no background loss) may be
     # replayed, not repeated, by its repetitions: such a cell `replays` (docs/precision.md)
-    background = r["background_loss"].fillna(0.0) if "background_loss" in r else 0.0
-    r["random"] = (r["drop"] > 0) | (background > 0)
+    r["random"] = (r["drop"] > 0) | (T.background_loss_of(r) > 0)
     within = r["mean_hw_bps"] if "mean_hw_bps" in r else pd.Series(np.inf, index=r.index)
     r["mean_gbps_within_hw"] = within / 1e9
     r["mean_frac_within_hw"] = within / ceiling
@@ -598,12 +597,11 @@ def _contested(claim: dict, df: pd.DataFrame) -> list[dict]:
     check = claim["check"]
     kind, metric = check["type"], check.get("metric")
     base = dict(check.get("where", {}))
-    records = _records
     if kind in ("at_least", "at_most", "above", "below", "between"):
         sel = _select(df, base).dropna(subset=[metric])
         lo = _threshold(check["lo"] if kind == "between" else check["threshold"])
         hi = _threshold(check["hi"]) if kind == "between" else None
-        return [c for c, e in zip(records(sel), _estimates(sel, metric)) if _threshold_passes(kind, e, lo, hi) is None]
+        return [c for c, e in zip(_records(sel), _estimates(sel, metric)) if _threshold_passes(kind, e, lo, hi) is None]
     if kind in ("best", "worst"):
         expect = check["expect"] if isinstance(check["expect"], list) else [check["expect"]]
         sel = _select(df, base).dropna(subset=[metric])
@@ -614,18 +612,18 @@ def _contested(claim: dict, df: pd.DataFrame) -> list[dict]:
             ests = _estimates(g, metric)
             if kind == "best":
                 bar = max(e.lo for e in ests)
-                out += [c for c, e in zip(records(g), ests) if e.hi >= bar]
+                out += [c for c, e in zip(_records(g), ests) if e.hi >= bar]
             else:
                 bar = min(e.hi for e in ests)
-                out += [c for c, e in zip(records(g), ests) if e.lo <= bar]
+                out += [c for c, e in zip(_records(g), ests) if e.lo <= bar]
         return out
     if kind in ("greater", "close"):
-        return [c for part in ("a", "b") for c in records(_select(df, {**base, **check[part]}).dropna(subset=[metric]))]
+        return [c for part in ("a", "b") for c in _records(_select(df, {**base, **check[part]}).dropna(subset=[metric]))]
     if kind == "within":
         sel = _select(df, base).dropna(subset=[metric])
         tol = float(check["tolerance"])
         return [c for g in _groups(check, sel) if g["variant"].nunique() >= int(check.get("min_variants", 2))
-                and _spread_passes(_estimates(g, metric), tol) is None for c in records(g)]
+                and _spread_passes(_estimates(g, metric), tol) is None for c in _records(g)]
     raise ClaimError(f"claim {claim['id']}: unknown check type {kind!r}")
 
 
