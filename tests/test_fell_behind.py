@@ -113,6 +113,21 @@ def test_frames_a_full_input_backlog_refused_slow_the_next_attempt_but_teach_the
     assert fell_behind.note(first, PAIR, both, "r")["factor"] == first.dilation
 
 
+def test_an_attempt_ended_early_as_doomed_slows_the_next_attempt_but_teaches_the_record_nothing(record):
+    # Reno/Reno at 24.2 ms (2026-12-05): the 10-s stump of a doomed attempt, two slow starts
+    # at once, had 6.7 % of its frames late; the record speaks for whole runs
+    cal = _cal()
+    first = plans.for_condition(PAIR, cal, lambda m: None)
+    stump = _spoiled()
+    stump["measured"] = {"ended_doomed": {"at_s": 5.0, "ended_s": 10.0, "why": "switch input: 7 frames",
+                                          "check": "switch input"}}
+    assert fell_behind.note(first, PAIR, stump, "r") is None
+    assert not record.exists()
+    assert plans.slower(PAIR, first, stump, lambda m: None).dilation == first.dilation + 1
+    # the same findings over a whole attempt are remembered
+    assert fell_behind.note(first, PAIR, _spoiled(), "r")["factor"] == first.dilation
+
+
 def test_nothing_is_learnt_from_host_stalls_other_trouble_a_set_factor_or_with_the_record_off(record, monkeypatch):
     cal = _cal()
     first = plans.for_condition(PAIR, cal, lambda m: None)

@@ -15,9 +15,11 @@ trace is the one kept. Nor does an attempt end before every flow has started and
 check's interval: the record reads each flow's report (a convergence pair doomed 5 s into
 its first flow, before its second began at half time, failed for want of the second's).
 A flow still waiting for its time when the attempt is doomed starts at once instead
-(``start_rest``): the attempt's record is spent on its reasons, so the flows' schedule no
-longer matters, and waiting for it cost a convergence pair at 24.2 ms (x6), doomed in
-its first flow's slow start, three minutes of the six its attempt was planned for.
+(``seen``: the caller starts it): the attempt's record is spent on its reasons, so the
+flows' schedule no longer matters, and waiting for it cost a convergence pair at 24.2 ms
+(x6), doomed in its first flow's slow start, three minutes of the six its attempt was
+planned for. So a doomed attempt ends a check's interval after the drop was seen at the
+latest, or when its last flow has run one if that is sooner.
 """
 from __future__ import annotations
 
@@ -30,13 +32,13 @@ CHECK_EVERY_S = 5.0
 
 
 class DoomedWatch:
-    """``check(elapsed_s, unstarted)``: whether the attempt ends now. The switch's first drop
-    of a frame from the hosts since ``before`` (counters.HostCounters.switch_input_drops,
-    read as the traffic started) dooms it: ``finding`` then holds the verdict's own finding
-    and ``at_s`` when it was seen; it ends then, or at ``not_before_s`` (physical s after
-    the traffic's start: every flow started and run a check's interval) if that is later.
-    With flows still to start (``unstarted``) those start now (``start_rest``: the caller
-    starts them) and the attempt ends a check's interval later."""
+    """``check(elapsed_s)``: whether the attempt ends now. The switch's first drop of a
+    frame from the hosts since ``before`` (counters.HostCounters.switch_input_drops, read
+    as the traffic started) dooms it: ``finding`` then holds the verdict's own finding and
+    ``at_s`` when it was seen. From then on (``seen``) the flows still due start at once
+    (the caller starts them), and the attempt ends at ``not_before_s`` (physical s after
+    the traffic's start: every flow started and run a check's interval), brought forward
+    to a check's interval after the drop."""
 
     def __init__(self, switch_ns: str, ports: list[str], before: dict, backlog: int | None,
                  not_before_s: float = 0.0, log=lambda message: None):
@@ -45,15 +47,19 @@ class DoomedWatch:
         self.finding: fidelity.Finding | None = None
         self.at_s: float | None = None
         self.ended_s: float | None = None
-        self.start_rest = False  # doomed with flows still to start: start them now
         self.next_at = CHECK_EVERY_S
+
+    @property
+    def seen(self) -> bool:
+        """Doomed and not yet ended: the flows still due start now (doomed.py)."""
+        return self.finding is not None and self.ended_s is None
 
     def due(self, elapsed_s: float) -> bool:
         if self.finding is None:
             return elapsed_s >= self.next_at
         return self.ended_s is None and elapsed_s >= self.not_before_s
 
-    def check(self, elapsed_s: float, unstarted: int = 0) -> bool:
+    def check(self, elapsed_s: float) -> bool:
         if self.finding is None:
             self.next_at = elapsed_s + CHECK_EVERY_S
             dropped = sum(input_drops_since(self.before, input_drops(self.switch_ns, self.ports)).values())
@@ -61,12 +67,10 @@ class DoomedWatch:
             if self.finding is None:
                 return False
             self.at_s = elapsed_s
-            if unstarted:
-                self.start_rest = True
-                self.not_before_s = min(self.not_before_s, elapsed_s + CHECK_EVERY_S)
+            # the flows still due start now (the caller): one check's interval suffices
+            self.not_before_s = min(self.not_before_s, elapsed_s + CHECK_EVERY_S)
             if elapsed_s < self.not_before_s:
-                rest = f"; the {unstarted} flow(s) still to start start now" if unstarted else ""
-                self.log(f"attempt doomed at {elapsed_s:.0f} s ({self.finding}){rest}; it ends at "
+                self.log(f"attempt doomed at {elapsed_s:.0f} s ({self.finding}); it ends at "
                          f"{self.not_before_s:.0f} s, once every flow has run")
         if elapsed_s < self.not_before_s:
             return False

@@ -15,6 +15,9 @@ Frames a CPU's full input backlog refused are left out: they come in a burst a h
 factor need not shrink (a Scalable pair at 12.2 ms lost some entering the switch at each of
 x8-x12), and an entry for them would slow every later run on the path for nothing; the
 finding names net.core.netdev_max_backlog, the host's cure.
+Nor does an attempt ended early as doomed (measured.ended_doomed): its stump is judged over
+seconds, often two slow starts at once, where an entry speaks for whole runs (Reno/Reno at
+24.2 ms, 2026-12-05: a 10-s stump with 6.7 % of its frames late was noted at x6).
 
 $TCPEVAL_FELL_BEHIND: the record's path, or `off` (runs neither read nor write one; the
 test suite's runs, whose conditions would teach the host's record nothing)."""
@@ -77,12 +80,14 @@ def note(plan, condition, record: dict, run_path: str) -> dict | None:
     """Remember the attempt `record` of ``plan`` if the host fell behind it on its own, with
     frames released late (fidelity.fell_behind_in_time: not only frames a full input backlog
     refused, which a higher factor need not cure), at a factor the condition left to the
-    host; returns the entry (None: nothing to remember).
+    host, over the attempt's whole length (not ended early as doomed); returns the entry
+    (None: nothing to remember).
     Written whole and atomically: a run holds the host's lock, and a reader (`tcpeval
     plan`) sees the record before or after, never half of it."""
     where = path()
     cal = plan.calibration
     if (where is None or cal is None or dilation.parse(condition.dilation) != dilation.AUTO
+            or record.get("measured", {}).get("ended_doomed")
             or not fidelity.fell_behind_in_time(record["fidelity"]["findings"])):
         return None
     entry = {"flows": len(plan.flows), "rtt_ms": plan.rtt_ms,

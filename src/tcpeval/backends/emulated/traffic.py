@@ -342,16 +342,18 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
         if at_end and now >= t0 + plan.duration_s:
             at_end()
             at_end = None
-        while pending and now >= t0 + pending[0].start_s and stopped_at is None:
-            _start_client(pending.pop(0), topo, now - t0, log)
-        while doomed and doomed.start_rest and pending and stopped_at is None:
-            # doomed: the record reads every flow's report, not its schedule (doomed.py)
+        # once doomed, the flows still due start at once: the record reads every flow's
+        # report, not its schedule (doomed.py)
+        while pending and stopped_at is None and (now >= t0 + pending[0].start_s or doomed and doomed.seen):
             f = pending.pop(0)
-            _start_client(f, topo, now - t0, log, f", before its {f.start_s:.2f} s: the attempt is doomed")
+            f.start_client(topo)
+            early = f", before its {f.start_s:.2f} s: the attempt is doomed" if now < t0 + f.start_s else ""
+            log(f"flow {f.index} started ({f.kernel_name or 'udp'}{', rpc' if isinstance(f, RpcProc) else ''}) "
+                f"at {now - t0:.2f} s{early}")
         for f in flows:
             check_socket_cc(f, topo, now, ss_first_look_s)
         if stopped_at is None and (watch and watch.due(now - t0) and watch.check(now - t0)
-                                   or doomed and doomed.due(now - t0) and doomed.check(now - t0, len(pending))):
+                                   or doomed and doomed.due(now - t0) and doomed.check(now - t0)):
             stopped_at = now - t0
             if doomed and doomed.ended_s is not None:   # not a precision stop while doomed waits
                 log(f"attempt doomed at {doomed.at_s:.0f} s, ended at {stopped_at:.0f} s (it runs again): "
@@ -381,12 +383,6 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
         if watch and stopped_at is None and watch.wake_at() is not None:
             wake.append(t0 + watch.wake_at())   # sample on time, one per reporting interval
         time.sleep(min([0.05] + [max(0.0, m - time.monotonic()) for m in wake]))
-
-
-def _start_client(f: FlowProc, topo: topology.Topology, elapsed_s: float, log, why: str = "") -> None:
-    f.start_client(topo)
-    log(f"flow {f.index} started ({f.kernel_name or 'udp'}{', rpc' if isinstance(f, RpcProc) else ''}) "
-        f"at {elapsed_s:.2f} s{why}")
 
 
 def check_socket_cc(f: FlowProc, topo: topology.Topology, now: float, first_look_s: float) -> None:
