@@ -24,7 +24,7 @@ RAW_DIR := $(call config_arg,raw_dir,data/raw)
 
 help:
 	@echo "make paper  [CAMPAIGN=smoke|quick|paper] [BACKEND=emulated|testbed]  runs -> paper/main.pdf"
-	@echo "make findings [FINDINGS=findings|findings-short-rtt|findings-long-rtt-{responsiveness,pairs,convergence}|findings-low-loss]  the cells the published findings read (or a slice of them), on the paper's link, then the paper"
+	@echo "make findings [FINDINGS=findings|findings-short-rtt|findings-long-rtt-{responsiveness,pairs,convergence}|findings-low-loss] [FINDINGS_HOURS=H]  the cells the published findings read (or a slice of them), on the paper's link, then the paper; with H, the findings that fit in H hours, cheapest first"
 	@echo "make validation                the validation campaign (Reno vs Mathis model, ~4 h), then the paper"
 	@echo "make calibrate                 measure what this host carries faithfully, unless cached (~20 min; the first run does it otherwise)"
 	@echo "make test                      the default test suite (well under 30 min once calibrated)"
@@ -63,14 +63,33 @@ paper: bootstrap
 # more repetition for the cells that keep a finding undecided (`tcpeval next-runs`),
 # until none is open or the campaign's repetitions are spent (each round ends the loop
 # when it asks for nothing, or for the same runs again: they failed).
+# FINDINGS_HOURS=H (a reviewer's budget of wall time): the first round finding by finding,
+# the cheapest first (`tcpeval plan --by-finding`), only the findings whose cells fit in H
+# hours as planned, then the rounds as above, one run at a time; no run starts once H
+# hours are spent, and the analysis reads the traces that exist (allow_missing).
+FINDINGS_HOURS ?=
 FINDINGS_CONFIG = --config campaign=$(FINDINGS) backend=$(BACKEND) $(CONFIG_ARGS)
 FINDINGS_RESULTS = $(RESULTS_DIR)/$(BACKEND)/$(FINDINGS)
+FINDINGS_DEADLINE = $(if $(FINDINGS_HOURS),$$($(VENV)/python -c "import time; print(int(time.time() + 3600 * float('$(FINDINGS_HOURS)')))"),9999999999)
 findings: bootstrap
-	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG)
-	set -e; asked=; while next=$$($(VENV)/tcpeval next-runs --results $(FINDINGS_RESULTS) --raw-dir $(RAW_DIR)) \
+	set -e; deadline=$(FINDINGS_DEADLINE); \
+	if [ -n "$(FINDINGS_HOURS)" ]; then \
+	  $(VENV)/tcpeval plan --campaign $(FINDINGS) --backend $(BACKEND) --raw-dir $(RAW_DIR) --by-finding --hours $(FINDINGS_HOURS); \
+	  order=$$($(VENV)/tcpeval plan --campaign $(FINDINGS) --backend $(BACKEND) --raw-dir $(RAW_DIR) --by-finding --paths --hours $(FINDINGS_HOURS)); \
+	  for one in $$order; do \
+	    [ "$$(date +%s)" -lt "$$deadline" ] || break; \
+	    $(SNAKEMAKE) $(SNAKEMAKE_ARGS) $$one $(FINDINGS_CONFIG) || true; \
+	  done; \
+	fi; \
+	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG) $(if $(FINDINGS_HOURS),allow_missing=true); \
+	asked=; while [ "$$(date +%s)" -lt "$$deadline" ] \
+	    && next=$$($(VENV)/tcpeval next-runs --results $(FINDINGS_RESULTS) --raw-dir $(RAW_DIR)) \
 	    && [ -n "$$next" ] && [ "$$next" != "$$asked" ]; do \
-	  $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$next $(FINDINGS_CONFIG) || true; \
-	  $(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG); \
+	  if [ -n "$(FINDINGS_HOURS)" ]; then for one in $$next; do \
+	    [ "$$(date +%s)" -lt "$$deadline" ] || break; \
+	    $(SNAKEMAKE) $(SNAKEMAKE_ARGS) $$one $(FINDINGS_CONFIG) || true; \
+	  done; else $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$next $(FINDINGS_CONFIG) || true; fi; \
+	  $(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG) $(if $(FINDINGS_HOURS),allow_missing=true); \
 	  asked=$$next; \
 	done
 	$(SNAKEMAKE) $(SNAKEMAKE_ARGS) $(CONFIG)

@@ -227,3 +227,68 @@ def test_a_calibration_made_under_another_input_backlog_is_not_used(tmp_path, mo
     assert calibrate.load(hashes) is None
     calibrate.cache_path(key).write_text(json.dumps({**cal, "key": key}))
     assert calibrate.load(hashes)["faithful_rate_bps"] == 1e9
+
+
+def _cell(variant, rtt, second=""):
+    return {"criterion": "responsiveness", "variant": variant, "second": second, "rtt_ms": rtt, "drop": 0.0}
+
+
+def test_by_finding_brings_the_cheapest_findings_cells_first_and_counts_shared_cells_once():
+    # three findings over four cells: "slow" reads the 24.2-ms cell (100 s), "cheap" and
+    # "shares" read 0.2-ms cells (10 s each), "shares" one of cheap's and one of its own
+    claims = [{"id": "slow", "check": {"where": {"rtt_ms": 24.2}}},
+              {"id": "shares", "check": {"where": {"rtt_ms": 0.2, "variant": ["bic", "cubic"]}}},
+              {"id": "cheap", "check": {"where": {"rtt_ms": 0.2, "variant": ["reno", "bic"]}}}]
+    runs = [_cell("reno", 0.2), _cell("bic", 0.2), _cell("cubic", 0.2), _cell("reno", 24.2)]
+    wall = {0.2: 10.0, 24.2: 100.0}
+    steps = planning.by_finding(claims, runs, lambda r: wall[r["rtt_ms"]], lambda r: r)
+    assert [s.claim for s in steps] == ["shares", "cheap", "slow"]   # 20 = 20 s: claims.yaml order
+    assert [len(s.runs) for s in steps] == [2, 1, 1]                 # bic came with "shares"
+    assert [s.wall_s for s in steps] == [20.0, 10.0, 100.0]
+    assert [s.by_s for s in steps] == [20.0, 30.0, 130.0]
+    assert [s.cells for s in steps] == [2, 2, 1]
+
+
+def test_by_finding_counts_runs_already_done_as_free_and_puts_blocked_findings_last():
+    claims = [{"id": "blocked", "check": {"where": {"variant": "reno"}}},
+              {"id": "costly", "check": {"where": {"variant": "cubic"}}},
+              {"id": "done", "check": {"where": {"variant": "bic"}}},
+              {"id": "elsewhere", "check": {"where": {"variant": "htcp"}}}]
+    runs = [_cell("reno", 0.2), _cell("cubic", 24.2), _cell("bic", 24.2)]
+    steps = planning.by_finding(claims, runs, lambda r: 50.0, lambda r: r,
+                                done=lambda r: r["variant"] == "bic", blocked=frozenset({"blocked"}))
+    assert [(s.claim, len(s.runs), s.by_s, s.blocked) for s in steps] == [
+        ("done", 0, 0.0, False), ("costly", 1, 50.0, False), ("blocked", 1, 100.0, True)]
+    # a finding none of the runs reads is left out: it belongs to another campaign (a slice)
+
+
+def test_plan_by_finding_orders_a_slices_findings_and_cuts_them_at_a_budget(capsys, tmp_path):
+    args = ["plan", "--campaign", "findings-short-rtt", "--faithful-rate", "10G", "--by-finding",
+            "--raw-dir", str(tmp_path)]
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    rows = re.findall(r"^  (\S+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)", table, re.M)
+    assert len(rows) >= 5
+    by = [float(r[4]) for r in rows]
+    assert by == sorted(by) and by[-1] > 0
+    # the runs' paths, one finding's per line, exactly the first round's runs, each once
+    assert main(args + ["--paths"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    every = [p for line in lines for p in line.split()]
+    assert len(every) == len(set(every)) == sum(int(r[2]) for r in rows)
+    assert all(p.startswith(str(tmp_path)) and p.endswith("/trace.json") for p in every)
+    # a budget that the cheapest finding fits in and the last one does not
+    hours = (float(rows[0][4]) + by[-1]) / 2
+    assert main(args + ["--paths", "--hours", f"{hours}"]) == 0
+    cut = capsys.readouterr()
+    assert 0 < len(cut.out.splitlines()) < len(lines)
+    assert "findings' runs fit in" in cut.err
+
+
+def test_plan_by_finding_refuses_a_campaign_without_findings_and_paths_alone(capsys):
+    assert main(["plan", "--campaign", "smoke", "--by-finding"]) != 0
+    assert "has no findings" in capsys.readouterr().err
+    assert main(["plan", "--campaign", "findings", "--paths"]) != 0
+    assert "only with --by-finding" in capsys.readouterr().err
+    assert main(["plan", "--campaign", "findings", "--by-finding", "--hours", "0"]) != 0
+    assert "--hours" in capsys.readouterr().err

@@ -10,13 +10,14 @@ commands that use them: every `tcpeval` invocation builds all parsers.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from tcpeval import dilation, quantity, run_index, spec, trace
+from tcpeval import dilation, findings, quantity, run_index, spec, trace
 from tcpeval.backends import algorithms, common, get_backend, planning
 from tcpeval.backends.base import (
     RETRY_PAUSES_S,
@@ -327,6 +328,14 @@ def cmd_plan(args) -> int:
         ceil = planning.ceiling(args.backend)
     if any(n < 1 for n in args.nodes):
         raise UserError(f"--nodes: each count must be at least 1, got {args.nodes}")
+    if args.paths and not args.by_finding:
+        raise UserError("--paths: only with --by-finding (the first round's run paths, finding by finding)")
+    if args.hours is not None and not args.by_finding:
+        raise UserError("--hours: only with --by-finding (the findings whose runs fit in that wall time)")
+    if args.hours is not None and args.hours <= 0:
+        raise UserError(f"--hours: a wall time in hours above 0, got {args.hours:g}")
+    if args.by_finding:
+        return _plan_by_finding(args, design, runs, ceil)
     rows: dict[str, dict] = {}
     walls, longest, demand_walls = [], [], []
     for cond in runs:
@@ -401,6 +410,60 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def _plan_by_finding(args, design: dict, runs: list, ceil) -> int:
+    """`tcpeval plan --by-finding`: the first round finding by finding, the cheapest first
+    (planning.by_finding), with the wall time on one node when each finding's cells have all
+    run; with --paths, only the run paths still to run, a finding's on one line (what
+    `make findings FINDINGS_HOURS=H` runs, line by line, until its hours are spent)."""
+    from tcpeval import paths
+
+    claims = spec.claims_of(design, args.campaign)
+    if not claims:
+        raise UserError(f"--by-finding: campaign {args.campaign!r} has no findings (cells_from_claims); "
+                        "it runs a grid, not the findings' cells")
+    first = [run for run in runs if not spec.on_demand(design, args.campaign, run)]
+    plans = {id(run): planning.plan_run(run, ceil) for run in first}
+    refused = [run for run in first if plans[id(run)].factor is None]
+    if refused:
+        raise UserError(f"run {paths.run_dir(refused[0], args.raw_dir)}: refused on this host "
+                        f"({plans[id(refused[0])].refused}); --by-finding plans runs this host can run")
+    not_run = spec.not_run(design, args.campaign)
+    blocked = frozenset(c["id"] for c in claims if any(findings.needed(cell, [c]) for cell in not_run))
+    steps = planning.by_finding(claims, first, lambda run: plans[id(run)].wall_s, spec.cell_of,
+                                lambda run: Path(paths.trace_path(run, args.raw_dir)).exists(), blocked)
+    budget_s = math.inf if args.hours is None else args.hours * 3600
+    fits = [step for step in steps if step.by_s <= budget_s]
+    if args.paths:
+        for step in fits:
+            if step.runs:
+                print(" ".join(paths.trace_path(run, args.raw_dir) for run in step.runs))
+        if len(fits) < len(steps):
+            print(f"tcpeval plan: {len(fits)} of {len(steps)} findings' runs fit in {args.hours:g} h "
+                  f"({ceil.source})", file=sys.stderr)
+        return 0
+    done = sum(1 for run in first if Path(paths.trace_path(run, args.raw_dir)).exists())
+    print(f"campaign {args.campaign} on backend {args.backend}; {ceil.source}")
+    print(f"  the first round finding by finding, cheapest first: {len(first)} runs, {done} already run "
+          f"({args.raw_dir}); 'by h' is the wall time on one node when every cell the finding reads has "
+          "run once (some need further repetitions to be decided: tcpeval next-runs)")
+    print(f"  {'finding':34s} {'cells':>5s} {'new runs':>8s} {'wall h':>7s} {'by h':>6s}")
+    for step in steps:
+        mark = "  reads cells planned, not run: undecided at this budget" if step.blocked else ""
+        over = "  (beyond --hours)" if step.by_s > budget_s else ""
+        print(f"  {step.claim:34s} {step.cells:5d} {len(step.runs):8d} {step.wall_s / 3600:7.2f} "
+              f"{step.by_s / 3600:6.2f}{mark}{over}")
+    if args.hours is not None:
+        print(f"  in {args.hours:g} h: {len(fits)} of {len(steps)} findings have all their cells run once")
+    ordered = {step.claim for step in steps}
+    left = [c["id"] for c in claims if c["id"] not in ordered]
+    if left and spec.slice_of(design, args.campaign):
+        print(f"  left out: {len(left)} findings that read none of this slice's first-round runs")
+    elif left:
+        print(f"  left out, no first-round run reads them: {', '.join(left)} (their cells are planned, "
+              "not run: `tcpeval plan` lists them)")
+    return 0
+
+
 def add_parsers(sub) -> None:
     p = sub.add_parser("plan", help="a campaign's runs, traffic and wall time on this host, "
                                     "with the time-dilation factors its runs get")
@@ -411,6 +474,14 @@ def add_parsers(sub) -> None:
                    help="node counts to plan for, e.g. --nodes 1 8 64 (default 1)")
     p.add_argument("--faithful-rate", default=None, metavar="RATE",
                    help="plan for nodes that carry RATE faithfully (e.g. 10G) instead of this host's calibration")
+    p.add_argument("--by-finding", action="store_true",
+                   help="a findings campaign's first round finding by finding, the cheapest first, with the "
+                        "wall time when each finding's cells have all run (one node)")
+    p.add_argument("--hours", type=float, default=None, metavar="H",
+                   help="with --by-finding: the findings whose cells have all run within H hours of wall time")
+    p.add_argument("--paths", action="store_true",
+                   help="with --by-finding: print only the run paths still to run, one finding's per line")
+    p.add_argument("--raw-dir", default="data/raw", help="root of the run paths (default data/raw)")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("run", help="perform one run (a design run path, or an ad-hoc condition)",

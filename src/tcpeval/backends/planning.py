@@ -6,7 +6,7 @@ import heapq
 import math
 from dataclasses import dataclass
 
-from tcpeval import dilation, mathis, precision, quantity
+from tcpeval import dilation, findings, mathis, precision, quantity
 from tcpeval.backends.base import RUN_ATTEMPTS, retry_pause_s
 from tcpeval.condition import payload_ceiling_bps
 
@@ -171,3 +171,48 @@ def time_limit_min(cond, ceil: Ceiling) -> int:
     # a precision-driven run may need its whole duration (_wall_s: at its longest)
     wall = sum(_wall_s(cond, f) for f in attempt_factors(cond, k)) + SLOW_NODE_MARGIN * _wall_s(cond, k)
     return max(TIME_LIMIT_MIN_MIN, math.ceil((wall + RETRY_PAUSES_TOTAL_S) / 60))
+
+
+@dataclass(frozen=True)
+class FindingStep:
+    """A finding's place in a first round run finding by finding (by_finding): the runs it
+    adds (those no finding before it brought, nor already run), their planned wall time,
+    and the wall time on one node when every cell it reads has run."""
+    claim: str
+    cells: int
+    runs: tuple
+    wall_s: float
+    by_s: float
+    blocked: bool   # it reads a cell the campaign plans but does not run: undecided at this budget
+
+
+def by_finding(claims: list[dict], runs: list, wall_s, cell_of, done=lambda run: False,
+               blocked: frozenset = frozenset()) -> list[FindingStep]:
+    """The runs of a first round in the order that gives the most findings all their cells
+    soonest: at each step the finding whose cells not yet run nor scheduled cost the least
+    wall time (``wall_s(run)``; ties in claims.yaml order) brings them. A budget cut
+    anywhere then leaves whole findings run rather than a little of each (greedy: the
+    cheapest-first choice, not a proven optimum). Findings in ``blocked`` (ids) come last,
+    since no repetition decides them; those that read none of ``runs`` are left out.
+    ``cell_of(run)`` is a run's cell (findings.matches), ``done(run)`` whether its trace exists."""
+    reads = {}
+    for claim in claims:
+        mine = [i for i, run in enumerate(runs) if findings.needed(cell_of(run), [claim])]
+        if mine:
+            reads[claim["id"]] = mine
+    cost = [0.0 if done(run) else float(wall_s(run)) for run in runs]
+    scheduled = {i for i, run in enumerate(runs) if done(run)}
+    steps, clock = [], 0.0
+    pending = [c["id"] for c in claims if c["id"] in reads]
+    while pending:
+        def price(cid):
+            return (cid in blocked, sum(cost[i] for i in reads[cid] if i not in scheduled))
+        cid = min(pending, key=price)   # min keeps the first of equals: claims.yaml order
+        pending.remove(cid)
+        new = [i for i in reads[cid] if i not in scheduled]
+        scheduled.update(new)
+        wall = sum(cost[i] for i in new)
+        clock += wall
+        cells = len({tuple(sorted(cell_of(runs[i]).items())) for i in reads[cid]})
+        steps.append(FindingStep(cid, cells, tuple(runs[i] for i in new), wall, clock, cid in blocked))
+    return steps
