@@ -78,18 +78,18 @@ findings: bootstrap
 	  order=$$($(VENV)/tcpeval plan --campaign $(FINDINGS) --backend $(BACKEND) --raw-dir $(RAW_DIR) --by-finding --paths --hours $(FINDINGS_HOURS)); \
 	  for one in $$order; do \
 	    [ "$$(date +%s)" -lt "$$deadline" ] || break; \
-	    $(SNAKEMAKE) $(SNAKEMAKE_ARGS) $$one $(FINDINGS_CONFIG) || true; \
+	    $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$one $(FINDINGS_CONFIG) || true; \
 	  done; \
 	fi; \
-	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG) $(if $(FINDINGS_HOURS),allow_missing=true); \
+	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG) $(if $(FINDINGS_HOURS),allow_missing=True); \
 	asked=; while [ "$$(date +%s)" -lt "$$deadline" ] \
 	    && next=$$($(VENV)/tcpeval next-runs --results $(FINDINGS_RESULTS) --raw-dir $(RAW_DIR)) \
 	    && [ -n "$$next" ] && [ "$$next" != "$$asked" ]; do \
 	  if [ -n "$(FINDINGS_HOURS)" ]; then for one in $$next; do \
 	    [ "$$(date +%s)" -lt "$$deadline" ] || break; \
-	    $(SNAKEMAKE) $(SNAKEMAKE_ARGS) $$one $(FINDINGS_CONFIG) || true; \
+	    $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$one $(FINDINGS_CONFIG) || true; \
 	  done; else $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$next $(FINDINGS_CONFIG) || true; fi; \
-	  $(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG) $(if $(FINDINGS_HOURS),allow_missing=true); \
+	  $(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG) $(if $(FINDINGS_HOURS),allow_missing=True); \
 	  asked=$$next; \
 	done
 	$(SNAKEMAKE) $(SNAKEMAKE_ARGS) $(CONFIG)

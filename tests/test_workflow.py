@@ -141,6 +141,23 @@ def test_make_findings_asks_for_the_next_round_where_config_args_put_the_campaig
     assert f"{tmp_path}/results/emulated/findings-short-rtt/runs.parquet: no runs table" in out
 
 
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+def test_make_findings_with_hours_runs_the_cheapest_findings_cells_then_analyses_what_exists(tmp_path):
+    # FINDINGS_HOURS: the first round finding by finding (tcpeval plan --by-finding), one
+    # run at a time, then the analysis of the traces that exist -- whose allow_missing had
+    # been handed over as the string 'true', which the config's schema refuses
+    cfg = f"raw_dir={tmp_path}/raw results_dir={tmp_path}/results"
+    proc = subprocess.run(["make", "findings", "FINDINGS=findings-short-rtt", "FINDINGS_HOURS=0.05",
+                           "SNAKEMAKE_ARGS=-n -q rules", f"CONFIG_ARGS={cfg}", f"VENV={Path(sys.executable).parent}"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert re.search(r"in 0\.05 h: [1-9]\d* of \d+ findings have all their cells run once", out), out
+    assert "On instance['allow_missing']" not in out, out
+    # each fitting run was handed to Snakemake alone (a dry run lists it as one run job)
+    assert job_counts(out)["run"] == 1, out
+
+
 def _tiny_campaign(root: Path) -> list[Path]:
     """A work directory with the workflow's config and manuscript, and synthetic traces for
     a quarter of the smoke campaign (every fourth flagged); returns the traces."""
