@@ -65,31 +65,32 @@ paper: bootstrap
 # when it asks for nothing, or for the same runs again: they failed).
 # FINDINGS_HOURS=H (a reviewer's budget of wall time): the first round finding by finding,
 # the cheapest first (`tcpeval plan --by-finding`), only the findings whose cells fit in H
-# hours as planned, then the rounds as above, one run at a time; no run starts once H
-# hours are spent, and the analysis reads the traces that exist (allow_missing).
+# hours as planned, then the rounds as above, one run at a time; no findings run starts
+# once H hours are spent, and the analysis reads the traces that exist (allow_missing).
 FINDINGS_HOURS ?=
 FINDINGS_CONFIG = --config campaign=$(FINDINGS) backend=$(BACKEND) $(CONFIG_ARGS)
 FINDINGS_RESULTS = $(RESULTS_DIR)/$(BACKEND)/$(FINDINGS)
+FINDINGS_ANALYSIS = $(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG) $(if $(FINDINGS_HOURS),allow_missing=True)
+# $(1): run paths, each to Snakemake alone while the shell's $deadline is ahead
+findings_one_by_one = for one in $(1); do \
+	    [ "$$(date +%s)" -lt "$$deadline" ] || break; \
+	    $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$one $(FINDINGS_CONFIG) || true; \
+	  done
 FINDINGS_DEADLINE = $(if $(FINDINGS_HOURS),$$($(VENV)/python -c "import time; print(int(time.time() + 3600 * float('$(FINDINGS_HOURS)')))"),9999999999)
 findings: bootstrap
 	set -e; deadline=$(FINDINGS_DEADLINE); \
 	if [ -n "$(FINDINGS_HOURS)" ]; then \
 	  $(VENV)/tcpeval plan --campaign $(FINDINGS) --backend $(BACKEND) --raw-dir $(RAW_DIR) --by-finding --hours $(FINDINGS_HOURS); \
 	  order=$$($(VENV)/tcpeval plan --campaign $(FINDINGS) --backend $(BACKEND) --raw-dir $(RAW_DIR) --by-finding --paths --hours $(FINDINGS_HOURS)); \
-	  for one in $$order; do \
-	    [ "$$(date +%s)" -lt "$$deadline" ] || break; \
-	    $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$one $(FINDINGS_CONFIG) || true; \
-	  done; \
+	  $(call findings_one_by_one,$$order); \
 	fi; \
-	$(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG) $(if $(FINDINGS_HOURS),allow_missing=True); \
+	$(FINDINGS_ANALYSIS); \
 	asked=; while [ "$$(date +%s)" -lt "$$deadline" ] \
 	    && next=$$($(VENV)/tcpeval next-runs --results $(FINDINGS_RESULTS) --raw-dir $(RAW_DIR)) \
 	    && [ -n "$$next" ] && [ "$$next" != "$$asked" ]; do \
-	  if [ -n "$(FINDINGS_HOURS)" ]; then for one in $$next; do \
-	    [ "$$(date +%s)" -lt "$$deadline" ] || break; \
-	    $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$one $(FINDINGS_CONFIG) || true; \
-	  done; else $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$next $(FINDINGS_CONFIG) || true; fi; \
-	  $(SNAKEMAKE) analysis $(SNAKEMAKE_ARGS) $(FINDINGS_CONFIG) $(if $(FINDINGS_HOURS),allow_missing=True); \
+	  if [ -n "$(FINDINGS_HOURS)" ]; then $(call findings_one_by_one,$$next); \
+	  else $(SNAKEMAKE) $(SNAKEMAKE_ARGS) --keep-going $$next $(FINDINGS_CONFIG) || true; fi; \
+	  $(FINDINGS_ANALYSIS); \
 	  asked=$$next; \
 	done
 	$(SNAKEMAKE) $(SNAKEMAKE_ARGS) $(CONFIG)

@@ -429,8 +429,9 @@ def _plan_by_finding(args, design: dict, runs: list, ceil) -> int:
                         f"({plans[id(refused[0])].refused}); --by-finding plans runs this host can run")
     not_run = spec.not_run(design, args.campaign)
     blocked = frozenset(c["id"] for c in claims if any(findings.needed(cell, [c]) for cell in not_run))
+    ran = {id(run) for run in first if Path(paths.trace_path(run, args.raw_dir)).exists()}
     steps = planning.by_finding(claims, first, lambda run: plans[id(run)].wall_s, spec.cell_of,
-                                lambda run: Path(paths.trace_path(run, args.raw_dir)).exists(), blocked)
+                                lambda run: id(run) in ran, blocked)
     budget_s = math.inf if args.hours is None else args.hours * 3600
     fits = [step for step in steps if step.by_s <= budget_s]
     if args.paths:
@@ -441,9 +442,8 @@ def _plan_by_finding(args, design: dict, runs: list, ceil) -> int:
             print(f"tcpeval plan: {len(fits)} of {len(steps)} findings' runs fit in {args.hours:g} h "
                   f"({ceil.source})", file=sys.stderr)
         return 0
-    done = sum(1 for run in first if Path(paths.trace_path(run, args.raw_dir)).exists())
     print(f"campaign {args.campaign} on backend {args.backend}; {ceil.source}")
-    print(f"  the first round finding by finding, cheapest first: {len(first)} runs, {done} already run "
+    print(f"  the first round finding by finding, cheapest first: {len(first)} runs, {len(ran)} already run "
           f"({args.raw_dir}); 'by h' is the wall time on one node when every cell the finding reads has "
           "run once (some need further repetitions to be decided: tcpeval next-runs)")
     print(f"  {'finding':34s} {'cells':>5s} {'new runs':>8s} {'wall h':>7s} {'by h':>6s}")

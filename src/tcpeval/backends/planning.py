@@ -195,24 +195,27 @@ def by_finding(claims: list[dict], runs: list, wall_s, cell_of, done=lambda run:
     cheapest-first choice, not a proven optimum). Findings in ``blocked`` (ids) come last,
     since no repetition decides them; those that read none of ``runs`` are left out.
     ``cell_of(run)`` is a run's cell (findings.matches), ``done(run)`` whether its trace exists."""
+    cells = [cell_of(run) for run in runs]
     reads = {}
     for claim in claims:
-        mine = [i for i, run in enumerate(runs) if findings.needed(cell_of(run), [claim])]
+        mine = [i for i, cell in enumerate(cells) if findings.needed(cell, [claim])]
         if mine:
             reads[claim["id"]] = mine
-    cost = [0.0 if done(run) else float(wall_s(run)) for run in runs]
-    scheduled = {i for i, run in enumerate(runs) if done(run)}
+    scheduled = {i for i, run in enumerate(runs) if done(run)}   # already run: free
+    cost = [0.0 if i in scheduled else float(wall_s(run)) for i, run in enumerate(runs)]
+
+    def price(cid):
+        return (cid in blocked, sum(cost[i] for i in reads[cid] if i not in scheduled))
+
     steps, clock = [], 0.0
     pending = [c["id"] for c in claims if c["id"] in reads]
     while pending:
-        def price(cid):
-            return (cid in blocked, sum(cost[i] for i in reads[cid] if i not in scheduled))
         cid = min(pending, key=price)   # min keeps the first of equals: claims.yaml order
         pending.remove(cid)
         new = [i for i in reads[cid] if i not in scheduled]
         scheduled.update(new)
         wall = sum(cost[i] for i in new)
         clock += wall
-        cells = len({tuple(sorted(cell_of(runs[i]).items())) for i in reads[cid]})
-        steps.append(FindingStep(cid, cells, tuple(runs[i] for i in new), wall, clock, cid in blocked))
+        read = len({tuple(sorted(cells[i].items())) for i in reads[cid]})
+        steps.append(FindingStep(cid, read, tuple(runs[i] for i in new), wall, clock, cid in blocked))
     return steps
