@@ -284,14 +284,18 @@ def make_commands(path: Path, text: str | None = None) -> list[tuple[str, int]]:
         line = line.replace("$$", "\0")  # the shell's own $
         line = re.sub(r"\$\(([A-Za-z_]+)\)", expand, line)
         line = re.sub(r"\$(\([@<^*?][DF]\)|[@<^*?+|])", "make_auto", line)  # $@, $<, $(@D) ...
+        line = re.sub(r"\$\(call [^)]*\)", ":", line)  # a fragment's commands are read where it is set
         line = re.sub(r"\$\([^)]*\)", "make_expr", line)  # $(wildcard ...) and other functions
         return line.strip().lstrip("@-").replace("\0", "$")
 
+    # A recipe line, or a variable whose value goes on over continued lines: such a value is a
+    # shell fragment that recipes `$(call ...)` (its own lines may start with a tab too).
     program, continued = [], False
     for line in text.splitlines():
-        recipe = continued or line.startswith("\t")
-        continued = recipe and line.endswith("\\")
-        program.append(shell_text(line) if recipe else "")
+        fragment = None if continued else re.match(r"[A-Za-z_]+\s*[?:]?=(.*\\)$", line)
+        shell = continued or line.startswith("\t") or fragment is not None
+        continued = shell and line.endswith("\\")
+        program.append(shell_text(fragment.group(1) if fragment else line) if shell else "")
     return _tree_commands(shell_tree("\n".join(program) + "\n", str(path)))
 
 

@@ -86,6 +86,13 @@ def test_make_recipes_expand_one_word_variables_only():
     assert found == {"clang", "mkdir", "make", "mv", "wc"}
 
 
+def test_a_make_variable_continued_over_lines_is_read_as_the_shell_fragment_it_is():
+    makefile = ("each = for one in $(1); do \\\n\t    [ \"$$(date +%s)\" -lt 9 ] || break; \\\n"
+                "\t    touch $$one; \\\n\t  done\nx:\n\tset -e; $(call each,a b)\n")
+    found = {c for c, _ in deps_commands.make_commands(Path("Makefile"), makefile)}
+    assert found == {"date", "touch"}
+
+
 def test_tex_files_of_classes_packages_and_font_encodings():
     tex = r"""\documentclass[10pt]{article}
     \usepackage[T1,OT1]{fontenc}
