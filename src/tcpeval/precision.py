@@ -12,8 +12,9 @@ steady-state mean throughput (and its quartiles) precisely enough:
 3. Quantiles of interval throughput get the same treatment with each batch's quantile in
    place of its mean (`quantile_interval`).
 4. The run stops when every interval's half-width is at most `half_width` times its
-   estimate, and never before `min_loss_events` loss events or `min_s` seconds; at `max_s`
-   it stops regardless, recording whether the precision was reached (`decide`).
+   estimate, and never before `min_loss_events` loss events or `min_s` seconds, nor, where
+   the path drops nothing at random, before the flow has met the link after the warm-up;
+   at `max_s` it stops regardless, recording whether the precision was reached (`decide`).
 
 Nothing here knows a backend or the analysis: both use it (the backend to stop a run, the
 analysis to report what a trace's estimates are worth). Pure Python and numpy; the
@@ -49,6 +50,8 @@ DECIDE_EVERY_S = 2.0
 # what a precision-driven run's metrics are taken over: the samples after the warm-up cut
 # (what the rule's intervals are about), or every sample (the paper's definition)
 METRICS_SPANS = ("after_warmup", "whole_run")
+# why a run on a path that drops nothing at random may not stop yet (decide's link_met)
+LINK_NOT_MET = "the flow has not met the link since the warm-up (its window still grows)"
 
 
 # --- Student t, without SciPy -------------------------------------------------------------
@@ -459,7 +462,8 @@ class Decision:
     events (42); mean half-width 7.1 % > 5 %". `projected_s` is the virtual run length
     at which the widest interval would meet the rule if half-widths shrink as
     1 / sqrt(time after the cut), capped at max_s (None while no interval is finite): a
-    hint for when to ask again, not a promise.
+    hint for when to ask again, not a promise. `link_met` says, on a path that drops
+    nothing at random, whether the flow met the link after the warm-up (None elsewhere).
     """
     stop: bool
     precision_reached: bool
@@ -473,15 +477,17 @@ class Decision:
     quantiles: dict[float, Interval] = field(default_factory=dict)
     independence: Independence | None = None
     projected_s: float | None = None
+    link_met: bool | None = None      # None: not asked (a path that drops at random)
 
     def expected_stop_s(self) -> float | None:
         """When the run should stop at its pace so far: the later of `projected_s` and,
         below the loss-event floor, the time the floor is met if losses keep their rate
         so far (and min_s), at most max_s; `elapsed_s` once it stops; None while that
-        cannot be told (no finite interval yet, or no loss event yet below the floor)."""
+        cannot be told (no finite interval yet, no loss event yet below the floor, or a flow
+        that has not met the link: when it will is not in its samples)."""
         if self.stop:
             return self.elapsed_s
-        if self.projected_s is None:
+        if self.projected_s is None or self.link_met is False:
             return None
         expected = self.projected_s
         if self.loss_events < self.rule.min_loss_events:
@@ -500,6 +506,8 @@ class Decision:
         rule = self.rule
         events = (f"{self.loss_events}/{rule.min_loss_events} loss events"
                   if self.loss_events < rule.min_loss_events else f"{self.loss_events} loss events")
+        if self.link_met is False:
+            events += f"; {LINK_NOT_MET}"
         named = [("mean", self.mean), *((_quantile_label(q), i) for q, i in self.quantiles.items())]
         widest_name, widest = max(named, key=lambda item: item[1].relative_half_width)
         if not math.isfinite(self.mean.half_width):
@@ -542,11 +550,12 @@ class Decision:
             "quantiles": [{"q": q, **interval.record()} for q, interval in self.quantiles.items()],
             "independence": self.independence.record() if self.independence else None,
             "projected_s": self.projected_s,
+            "link_met": self.link_met,
         }
 
 
 def decide(rule: StopRule, t_s, throughput_bps, loss_events: int,
-           elapsed_s: float) -> Decision:
+           elapsed_s: float, link_met: Sequence[bool] | None = None) -> Decision:
     """Whether a run may stop now, by `rule`.
 
     t_s and throughput_bps are the receiver's samples so far: each reporting interval's
@@ -559,6 +568,14 @@ def decide(rule: StopRule, t_s, throughput_bps, loss_events: int,
     not before min_loss_events and min_s; nor while MSER-5 cut at the end of its search
     range (the warm-up may not be over) or, with check_independence, while the batch
     means are correlated. At max_s it stops in any case.
+
+    link_met, one flag per sample, is for a path that drops nothing at random: True where
+    the bottleneck was full (it sent at its rate) or dropped from its queue during that
+    sample's interval. There a loss-based flow's window grows until it meets the link, so
+    a flow below the link with no loss since the warm-up is still on its way up, however
+    flat its samples (H-TCP at 12.2 ms crept up 1 packet an RTT at 58 % of the link for
+    2 virtual s after its slow start, and stopped there at +-2.9 %): the run may not stop
+    before a sample after the warm-up cut has met the link. None: not asked.
     """
     times = np.asarray(t_s, dtype=float)
     series = np.asarray(throughput_bps, dtype=float)
@@ -567,6 +584,8 @@ def decide(rule: StopRule, t_s, throughput_bps, loss_events: int,
                          f"got shapes {times.shape} and {series.shape}")
     if not np.all(np.isfinite(series)):
         raise ValueError("throughput_bps has a value that is not finite")
+    if link_met is not None and len(link_met) != len(series):
+        raise ValueError(f"link_met must have one flag per sample ({len(series)}), got {len(link_met)}")
     cut, cut_at_limit = _mser5(series)
     cut_s = float(times[cut - 1]) if cut > 0 else 0.0
     retained = series[cut:]
@@ -599,6 +618,9 @@ def decide(rule: StopRule, t_s, throughput_bps, loss_events: int,
         early.append(f"fewer than {rule.min_loss_events} loss events ({loss_events})")
     if rule.min_s is not None and elapsed_s < rule.min_s:
         early.append(f"{elapsed_s:g} s < min_s {rule.min_s:g} s")
+    met = None if link_met is None else bool(any(link_met[cut:]))
+    if met is False:
+        early.append(LINK_NOT_MET)
 
     unmet = early + imprecise + doubtful
     precision_reached = not unmet
@@ -611,4 +633,4 @@ def decide(rule: StopRule, t_s, throughput_bps, loss_events: int,
     return Decision(stop=stop, precision_reached=precision_reached, why=why, rule=rule,
                     elapsed_s=float(elapsed_s), loss_events=int(loss_events),
                     warmup_cut_index=cut, warmup_cut_s=cut_s, mean=mean, quantiles=quantiles,
-                    independence=independence, projected_s=projected)
+                    independence=independence, projected_s=projected, link_met=met)

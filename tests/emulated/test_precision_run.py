@@ -32,6 +32,7 @@ def test_a_run_stops_once_its_mean_and_quartiles_are_precise_and_records_why(rat
     p = record["measured"]["precision"]
     assert p["stopped_early"] and p["precision_reached"] and p["why"] == "precision reached", p
     assert p["stopped_at_s"] < MAX_S and p["loss_events"] >= 50
+    assert p["link_met"] is None and "link_met_samples" not in p   # a lossy path: not asked
     assert p["mean"]["relative_half_width"] <= 0.1
     assert all(q["relative_half_width"] <= 0.1 for q in p["quantiles"])
     # the samples end where the run did, and come from the receiver
@@ -85,6 +86,9 @@ def test_a_run_stopped_on_a_long_path_reads_its_servers_report_once_written(rate
     record = _precision_run("reno", 193.6, 0.0, rule, rate, tmp_path / "run")
     p = record["measured"]["precision"]
     assert p["stopped_early"] and p["stopped_at_s"] < MAX_S, p["why"]
+    # nothing dropped at random: the watch read the bottleneck, and stopped only once the
+    # flow had met it after its warm-up
+    assert p["link_met"] is True and p["link_met_samples"] >= 1 and "bottleneck" in p["link_met_from"]
     flow = record["flows"][0]
     assert flow["summary"]["throughput_side"] == "receiver" and flow["summary"]["mean_throughput_bps"] > 0
     # the samples run to the stop, less iperf3's set-up: its clock starts once its control

@@ -193,24 +193,30 @@ class DelayLine:
         return self.proc is not None and self.proc.poll() is None
 
     def link_counters(self, timeout_s: float = 2.0) -> dict | None:
-        """The link engine's sent frames and bytes now, with its monotonic time, and the
-        ACKs the delay line forwarded and could not send so far: a SIGUSR1 makes it append
-        them to <stats>.snap (tevdelay.c). None without an engine."""
+        """The link engine's sent frames and bytes and its queue's drops now, with its
+        monotonic time, and the ACKs the delay line forwarded and could not send so far: a
+        SIGUSR1 makes it append them to <stats>.snap (tevdelay.c). None without an engine."""
         if not self.link or not self.alive():
             return None
         snap = self.stats_path.with_name(self.stats_path.name + ".snap")
-        before = snap.read_text().count("\n") if snap.exists() else 0
+        # only what is appended after the signal is read: a precision run at drop 0 asks at
+        # every sample, and the whole file grows to thousands of lines
+        start = snap.stat().st_size if snap.exists() else 0
         self.proc.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             # complete lines only: a line that straddles a page of the file can be read
             # half written (a 30-min run failed on one, 2026-11-30)
-            text = snap.read_text() if snap.exists() else ""
-            complete = text.count("\n")
-            if complete > before:
-                last = json.loads(text.split("\n")[complete - 1])
-                return {"t_s": last["mono_ns"] / 1e9, "bytes": last["sent_bytes"], "frames": last["sent"],
-                        "acks_not_sent": last.get("acks_not_sent"), "acks_forwarded": last.get("acks_forwarded")}
+            if snap.exists():
+                with snap.open("rb") as f:
+                    f.seek(start)
+                    # whole lines (a previous line's tail, were one still being written, is not)
+                    lines = [line for line in f.read().split(b"\n")[:-1] if line.startswith(b'{"mono_ns"')]
+                if lines:
+                    last = json.loads(lines[-1])
+                    return {"t_s": last["mono_ns"] / 1e9, "bytes": last["sent_bytes"], "frames": last["sent"],
+                            "drops": last.get("tail_drops"), "acks_not_sent": last.get("acks_not_sent"),
+                            "acks_forwarded": last.get("acks_forwarded")}
             time.sleep(0.002)
         return None
 

@@ -377,8 +377,13 @@ class EmulatedBackend:
         watch = None
         if plan.stop:
             first = plan.flows[0]
+            # where nothing is dropped at random, the flow's steady state is the link: the
+            # watch reads the bottleneck too (precision.decide's link_met)
+            lossless = plan.drop == 0 and plan.rate_bps is not None
             watch = PrecisionWatch(plan.stop, plan.dilation, topo.ns("r1"), first.start_s,
-                                   lambda: run.drop.module.read()["dropped"], plan.interval_s, log)
+                                   lambda: run.drop.module.read()["dropped"], plan.interval_s, log,
+                                   link=(lambda: self._link_counters(run)) if lossless else None,
+                                   link_rate_bps=plan.rate_bps)
         doomed = (DoomedWatch(topo.sw, topo.sender_ports() + topo.ack_ports(), before.switch_input_drops,
                               calib.input_backlog(), earliest_end_s([f.start_s for f in run.flows]), log)
                   if end_if_doomed else None)
@@ -423,8 +428,8 @@ class EmulatedBackend:
 
     @staticmethod
     def _link_counters(run: Run) -> dict | None:
-        """What the bottleneck has sent so far: the link engine's counters, or the TBF
-        qdisc's (time taken around the read); None unshaped."""
+        """What the bottleneck has sent (and dropped from its queue) so far: the link
+        engine's counters, or the TBF qdisc's (time taken around the read); None unshaped."""
         if run.plan.rate_bps is None:
             return None
         counted = run.delayer.link_counters()
@@ -435,7 +440,7 @@ class EmulatedBackend:
         if q.get("bytes") is None:
             return None
         return {"t_s": (t_a + time.monotonic()) / 2, "bytes": q["bytes"], "frames": q.get("packets"),
-                "source": "qdisc"}
+                "drops": q.get("drops"), "source": "qdisc"}
 
 
 class _StderrLog:
