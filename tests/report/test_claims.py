@@ -160,6 +160,26 @@ def test_two_flow_runs_pool_their_own_intervals_of_jain_utilisation_and_share():
     assert cell["share_first_hw"].iloc[0] == pytest.approx(0.01 * 2 ** 0.5 / 2)
 
 
+def test_one_two_flow_run_does_not_stand_alone_for_how_the_link_is_split():
+    from tcpeval.analysis.tables import Dataset
+    # where slow start leaves two flows sets their split for the run: CUBIC beside Reno at
+    # 6.2 ms read 39.5 +- 2.7 % in one run, 55-65 % in three others. One run's own interval
+    # of Jain's index and the share is no interval of the cell; its utilisation's still is
+    pairs = _two_flow_runs(background_loss=2.2e-8)
+    one = C.cells(Dataset(runs=pairs[pairs["rep"] == 1], flows=pd.DataFrame(), expected=pd.DataFrame(),
+                          include_flagged=False))
+    assert one["jain_hw"].iloc[0] == float("inf") and one["share_first_hw"].iloc[0] == float("inf")
+    assert one["utilisation_gbps_hw"].iloc[0] == pytest.approx(0.1)
+    claim = _claim({"type": "at_least", "metric": "jain", "threshold": 0.99, "where": {"criterion": "fairness"}})
+    verdict, text = C.evaluate(claim, one)
+    assert verdict == C.UNDECIDED and "need a second repetition" in text
+    assert [c["variant"] for c in C.contested(claim, one)] == ["cubic"]
+    # a second run that agrees decides it, on the two runs' own intervals pooled
+    two = C.cells(Dataset(runs=pairs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False))
+    assert two["jain_hw"].iloc[0] == pytest.approx(0.002 * 2 ** 0.5 / 2)
+    assert C.evaluate(claim, two)[0] == C.HOLDS
+
+
 def test_repetitions_with_nothing_random_in_them_count_as_one_run():
     from tcpeval.analysis.tables import Dataset
     # drop 0 and no background loss: the emulator replays the run (Reno/Reno at 6.2 ms, twice:
@@ -216,6 +236,8 @@ def test_pooled_half_width_by_hand(values, hws, expected):
     import numpy as np
     got = C.pooled_half_width(np.array(values), np.array(hws))
     assert got == pytest.approx(expected)
+    if len(values) == 1:   # a metric set by the start: one run's interval is not the cell's
+        assert C.pooled_half_width(np.array(values), np.array(hws), alone=False) == float("inf")
 
 
 def test_a_throughput_below_one_gbit_reads_in_mbit_with_its_half_width():

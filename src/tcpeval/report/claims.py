@@ -168,7 +168,7 @@ def cells(ds: T.Dataset) -> pd.DataFrame:
         hw = np.where((n >= 2) & ~replays, t * sd / np.sqrt(np.maximum(n, 1)), np.inf)
         if f"{metric}_within_hw" in r:  # the runs' own intervals, where they have them
             pooled = np.array([pooled_half_width(g[metric].to_numpy(float), g[f"{metric}_within_hw"].to_numpy(float),
-                                                 replayed=bool(rep))
+                                                 replayed=bool(rep), alone=metric not in SET_BY_THE_START)
                                for (_, g), rep in zip(groups, replays)])   # in the groups' order, as n and sd
             hw = np.where(np.isfinite(pooled), pooled, hw)
             df = np.where(np.isfinite(pooled), np.inf, df)   # pooled with the normal quantile
@@ -186,14 +186,23 @@ def chi2_critical(confidence: float, df: int) -> float:
     return float(df * (1 - c + z * np.sqrt(c)) ** 3)
 
 
-def pooled_half_width(values: np.ndarray, within_hw: np.ndarray, replayed: bool = False) -> float:
+# Two-flow metrics of how the link is split: where slow start leaves the two flows sets
+# them for the run, so one run's own interval (sectioning within it) does not hold the
+# spread between runs. CUBIC beside Reno at 6.2 ms gave a share of 39.5 +- 2.7 % in one
+# run where three earlier runs gave 55, 59 and 65 %. A cell needs two runs for these.
+SET_BY_THE_START = frozenset({"jain", "share_first"})
+
+
+def pooled_half_width(values: np.ndarray, within_hw: np.ndarray, replayed: bool = False,
+                      alone: bool = True) -> float:
     """The 95 % half-width of the mean of a cell's runs from the runs' own intervals
     (batch means after each run's warm-up cut): sqrt(sum hw_i^2) / n, the mean of
     independent estimates. Only where every run has an interval and the runs agree with
     each other as their intervals say they should (Cochran's Q of the run means, weighted
     by their own variances, within its 95 % chi-square quantile): repetitions that differ
     by more than their runs' noise differ for a reason the runs' intervals do not see, and
-    keep Student's t over the repetitions. A single run: its own interval. inf otherwise
+    keep Student's t over the repetitions. A single run: its own interval, unless the
+    metric's own interval cannot stand alone (``alone`` False: SET_BY_THE_START). inf otherwise
     (the caller keeps Student's t). With two repetitions t has one degree of freedom
     (12.7 standard errors at 95 %), which left most findings of the 0.2-ms slice undecided
     though each run knew its mean to +-5 %. Runs that replay one another (``replayed``:
@@ -203,7 +212,7 @@ def pooled_half_width(values: np.ndarray, within_hw: np.ndarray, replayed: bool 
     if n == 0 or not np.all(np.isfinite(within_hw)) or np.any(within_hw <= 0) or not np.all(np.isfinite(values)):
         return np.inf
     if n == 1:
-        return float(within_hw[0])
+        return float(within_hw[0]) if alone else np.inf
     if replayed:
         return float(np.max(within_hw))
     se = within_hw / NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
