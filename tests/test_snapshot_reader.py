@@ -39,7 +39,7 @@ def test_a_snapshot_half_written_is_waited_for_not_parsed(tmp_path):
         t0 = time.monotonic()
         got = line.link_counters(timeout_s=2.0)
         assert got == {"t_s": LINE["mono_ns"] / 1e9, "bytes": LINE["sent_bytes"], "frames": LINE["sent"],
-                       "acks_not_sent": 7, "acks_forwarded": LINE["acks_forwarded"]}
+                       "drops": LINE["tail_drops"], "acks_not_sent": 7, "acks_forwarded": LINE["acks_forwarded"]}
         assert time.monotonic() - t0 >= 0.2          # it waited for the line's end
     finally:
         proc.kill()
