@@ -544,6 +544,28 @@ def test_the_next_round_adds_a_repetition_only_to_the_cells_of_undecided_finding
     assert C.next_round(claims, C.check_all(claims, ds, unrun), runs, is_done, unrun) == []
 
 
+def test_the_next_round_repeats_nothing_for_a_finding_held_open_by_cells_that_replay():
+    from tcpeval.analysis.tables import Dataset
+    # drop 0, no background loss: Scalable 4 % below Reno, +-0.4 each; "within 5 %" is
+    # open, and a second run of either cell would replay the first (the night of
+    # 2026-12-06 ran ten such second runs, a quarter of an hour, for nothing)
+    runs = _runs({"reno": [9.48], "scalable": [9.10]}, mean_hw_bps=0.4e9).assign(drop=0.0)
+    ds = Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False)
+    claim = {"id": "no-loss", "section": "VI", "paper": "p",
+             "check": {"type": "within", "metric": "mean_gbps", "where": {"criterion": "responsiveness", "drop": 0},
+                       "per": ["rtt_ms"], "tolerance": 0.05}}
+    verdict, = C.check_all([claim], ds)
+    assert verdict.verdict == C.UNDECIDED
+    assert verdict.contested == [] and sorted(c["variant"] for c in verdict.replaying) == ["reno", "scalable"]
+    conditions = _responsiveness_runs(["reno", "scalable"], reps=3, drops=(0.0,))
+    assert C.next_round([claim], [verdict], conditions, lambda run: run.rep == 1) == []
+    # the same cells with something random in them (a lossy path) are repeated
+    lossy = C.check_all([claim], Dataset(runs=runs.assign(background_loss=2.2e-8), flows=pd.DataFrame(),
+                                         expected=pd.DataFrame(), include_flagged=False))
+    assert sorted((r.flows[0].variant, r.rep) for r in C.next_round([claim], lossy, conditions,
+                                                                   lambda run: run.rep == 1)) == [("reno", 2), ("scalable", 2)]
+
+
 def test_a_cell_without_an_interval_of_its_own_asks_for_a_second_repetition_not_thousands():
     """Six same-variant pairs at Jain 1.000, three of them single runs without an interval
     (the 0.2-ms slice's first round, 2026-11-29): +-0.5, the index's range, stood in and

@@ -97,6 +97,8 @@ class Verdict:
     at_scale: bool = False   # that campaign ran on the paper's link
     # an undecided verdict's cells that keep it open (contested): what a next round repeats
     contested: list = field(default_factory=list)
+    # the cells that keep it open but whose repetitions replay one another: no round repeats them
+    replaying: list = field(default_factory=list)
     # the cells it reads that the campaign has no usable run of (never run, failed or flagged)
     absent: list = field(default_factory=list)
 
@@ -592,8 +594,11 @@ def contested(claim: dict, df: pd.DataFrame) -> list[dict]:
     verdict where it is; a cell that is clear of the threshold, or clearly out of the
     running, gets none (issue 25: "more where the compared quantities are close"), nor
     does a cell whose repetitions replay one another (cells: `replays`)."""
-    return [{k: v for k, v in c.items() if k != "replays"} for c in _contested(claim, df)
-            if not c["replays"]]
+    return [_cell_only(c) for c in _contested(claim, df) if not c["replays"]]
+
+
+def _cell_only(cell: dict) -> dict:
+    return {k: v for k, v in cell.items() if k != "replays"}
 
 
 def _records(sel: pd.DataFrame) -> list[dict]:
@@ -722,13 +727,15 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
             model, model_text = evaluate(c, model_df, reps_note=False)
             read = _read(model_df, selections(c))
             limited = bool(len(read)) and bool(read["link_limited"].all())
-        open_cells = contested(c, df) if verdict == UNDECIDED and not missing and len(df) else []
+        held = _contested(c, df) if verdict == UNDECIDED and not missing and len(df) else []
+        open_cells = [_cell_only(cell) for cell in held if not cell["replays"]]
+        replaying = [_cell_only(cell) for cell in held if cell["replays"]]
         lacking = [cell for cell in absent if needed(cell, [c])]
         if lacking and verdict != NODATA:
             verdict, ours = _without(c, verdict, ours, lacking)
         out.append(Verdict(c["id"], str(c["section"]), c["paper"], c.get("encoding", ""), verdict, ours,
                            model, model_text, limited, **budget(c, df), contested=open_cells,
-                           absent=lacking))
+                           replaying=replaying, absent=lacking))
     return out
 
 
@@ -781,7 +788,9 @@ def next_round(claims: list[dict], verdicts: list[Verdict], runs: list, done, no
             # lacking cells, the ones present decided: a first run of those never started
             first += selections(c)
         else:
-            repeat += v.contested or selections(c)
+            # all its cells where none is named, but none where those that hold it open
+            # replay one another (drop 0: a second run of one asks the same question again)
+            repeat += v.contested or ([] if v.replaying else selections(c))
     cells_of = [(run, spec.cell_of(run), done(run)) for run in runs]
     started = {tuple(sorted(cell.items())) for _, cell, ran in cells_of if ran}
     nxt: dict[tuple, object] = {}
