@@ -236,8 +236,10 @@ def test_pooled_half_width_by_hand(values, hws, expected):
     import numpy as np
     got = C.pooled_half_width(np.array(values), np.array(hws))
     assert got == pytest.approx(expected)
-    if len(values) == 1:   # a metric set by the start: one run's interval is not the cell's
+    if len(values) == 1:   # a metric set by the start: one run's interval is not the cell's,
         assert C.pooled_half_width(np.array(values), np.array(hws), alone=False) == float("inf")
+        # unless a second run would replay it
+        assert C.pooled_half_width(np.array(values), np.array(hws), alone=False, replayed=True) == expected
 
 
 def test_a_throughput_below_one_gbit_reads_in_mbit_with_its_half_width():

@@ -204,7 +204,8 @@ def pooled_half_width(values: np.ndarray, within_hw: np.ndarray, replayed: bool 
     by their own variances, within its 95 % chi-square quantile): repetitions that differ
     by more than their runs' noise differ for a reason the runs' intervals do not see, and
     keep Student's t over the repetitions. A single run: its own interval, unless the
-    metric's own interval cannot stand alone (``alone`` False: SET_BY_THE_START). inf otherwise
+    metric's own interval cannot stand alone (``alone`` False: SET_BY_THE_START) and a
+    second run would not replay it. inf otherwise
     (the caller keeps Student's t). With two repetitions t has one degree of freedom
     (12.7 standard errors at 95 %), which left most findings of the 0.2-ms slice undecided
     though each run knew its mean to +-5 %. Runs that replay one another (``replayed``:
@@ -214,7 +215,8 @@ def pooled_half_width(values: np.ndarray, within_hw: np.ndarray, replayed: bool 
     if n == 0 or not np.all(np.isfinite(within_hw)) or np.any(within_hw <= 0) or not np.all(np.isfinite(values)):
         return np.inf
     if n == 1:
-        return float(within_hw[0]) if alone else np.inf
+        # where the runs replay one another there is no spread between runs to miss
+        return float(within_hw[0]) if alone or replayed else np.inf
     if replayed:
         return float(np.max(within_hw))
     se = within_hw / NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
