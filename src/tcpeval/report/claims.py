@@ -596,11 +596,15 @@ def contested(claim: dict, df: pd.DataFrame) -> list[dict]:
     verdict where it is; a cell that is clear of the threshold, or clearly out of the
     running, gets none (issue 25: "more where the compared quantities are close"), nor
     does a cell whose repetitions replay one another (cells: `replays`)."""
-    return [_cell_only(c) for c in _contested(claim, df) if not c["replays"]]
+    return held_open(claim, df)[0]
 
 
-def _cell_only(cell: dict) -> dict:
-    return {k: v for k, v in cell.items() if k != "replays"}
+def held_open(claim: dict, df: pd.DataFrame) -> tuple[list[dict], list[dict]]:
+    """The cells that keep a check undecided (_contested), split: those another repetition
+    can move (contested), and those whose repetitions replay one another (no round repeats
+    them); each without its `replays` flag."""
+    held = [(c["replays"], {k: v for k, v in c.items() if k != "replays"}) for c in _contested(claim, df)]
+    return [c for replays, c in held if not replays], [c for replays, c in held if replays]
 
 
 def _records(sel: pd.DataFrame) -> list[dict]:
@@ -729,9 +733,7 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
             model, model_text = evaluate(c, model_df, reps_note=False)
             read = _read(model_df, selections(c))
             limited = bool(len(read)) and bool(read["link_limited"].all())
-        held = _contested(c, df) if verdict == UNDECIDED and not missing and len(df) else []
-        open_cells = [_cell_only(cell) for cell in held if not cell["replays"]]
-        replaying = [_cell_only(cell) for cell in held if cell["replays"]]
+        open_cells, replaying = held_open(c, df) if verdict == UNDECIDED and not missing and len(df) else ([], [])
         lacking = [cell for cell in absent if needed(cell, [c])]
         if lacking and verdict != NODATA:
             verdict, ours = _without(c, verdict, ours, lacking)
