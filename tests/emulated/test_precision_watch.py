@@ -9,7 +9,7 @@ RATE = 1.4e9   # physical bit/s
 
 
 def reading(t_s: float, sent_bytes: float, drops: int | None = 0) -> dict:
-    return {"t_s": t_s, "bytes": sent_bytes, "drops": drops}
+    return {"t_s": t_s, "bytes": sent_bytes, "drops": drops, "source": "link engine"}
 
 
 def test_a_bottleneck_sending_at_its_rate_has_met_the_flow():

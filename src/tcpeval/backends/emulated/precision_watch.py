@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from tcpeval.backends import common
 from tcpeval.backends.base import BackendError
+from tcpeval.backends.emulated import record_parts
 from tcpeval.backends.emulated.sockdiag import ReceivedBytes, SockDiagError
 from tcpeval.precision import DECIDE_EVERY_S, Decision, StopRule, decide
 
@@ -31,15 +32,16 @@ LINK_MET_FRACTION = 0.95
 
 
 def link_met_between(before: dict | None, after: dict | None, rate_bps: float) -> bool:
-    """Whether the bottleneck was met between two of its readings ({t_s, bytes, drops}):
+    """Whether the bottleneck was met between two of its readings (runner._link_counters:
+    {t_s, bytes, drops, source}):
     it dropped from its queue, or sent at LINK_MET_FRACTION of its rate or more. False
     when either reading is missing (the run waits rather than guess)."""
-    if not before or not after or after["t_s"] <= before["t_s"]:
+    sent = record_parts.link_steady([before, after], 0.0)
+    if sent is None:
         return False
     if after.get("drops") is not None and before.get("drops") is not None and after["drops"] > before["drops"]:
         return True
-    sent_bps = 8.0 * (after["bytes"] - before["bytes"]) / (after["t_s"] - before["t_s"])
-    return sent_bps >= LINK_MET_FRACTION * rate_bps
+    return sent["bps"] >= LINK_MET_FRACTION * rate_bps
 
 
 def steady_checkpoints(plan) -> list[float]:

@@ -383,7 +383,7 @@ class EmulatedBackend:
             watch = PrecisionWatch(plan.stop, plan.dilation, topo.ns("r1"), first.start_s,
                                    lambda: run.drop.module.read()["dropped"], plan.interval_s, log,
                                    link=(lambda: self._link_counters(run)) if lossless else None,
-                                   link_rate_bps=plan.rate_bps)
+                                   link_rate_bps=plan.rate_bps if lossless else None)
         doomed = (DoomedWatch(topo.sw, topo.sender_ports() + topo.ack_ports(), before.switch_input_drops,
                               calib.input_backlog(), earliest_end_s([f.start_s for f in run.flows]), log)
                   if end_if_doomed else None)
