@@ -99,9 +99,24 @@ def test_a_findings_file_that_does_not_load_or_names_an_unknown_criterion_is_ref
 def test_the_findings_runs_stop_when_precise_within_their_loss_event_length(design):
     runs = [r for r in spec.expand(design, "findings") if r.criterion == "responsiveness"]
     assert all(r.stop is not None and r.stop.max_s == r.duration_s and r.stop.half_width == 0.05 for r in runs)
+    # the mean to +-5 % too, but where a finding asks for more (a within check's cells: drop 0)
+    assert {r.stop.mean_half_width for r in runs if r.drop > 0} == {None}
+    assert {r.stop.mean_half_width for r in runs if r.drop == 0} == {0.05 * findings.WITHIN_PRECISION_SHARE}
     assert {r.stop.min_loss_events for r in runs if r.drop > 0} == {100}
     assert {r.stop.min_loss_events for r in runs if r.drop == 0} == {0}   # nothing to count there
     assert all(r.stop is None for r in spec.expand(design, "findings") if r.criterion != "responsiveness")
+
+
+def test_a_within_check_asks_its_cells_for_a_quarter_of_its_tolerance_and_the_tightest_ask_wins():
+    within = {"id": "w", "check": {"type": "within", "tolerance": 0.05, "where": {"drop": 0}}}
+    tighter = {"id": "t", "check": {"type": "within", "tolerance": 0.02, "where": {"variant": "bic"}}}
+    ranking = {"id": "r", "check": {"type": "best", "expect": "bic", "where": {}}}
+    assert findings.precision_needed(CELL, [within]) == pytest.approx(0.0125)
+    assert findings.precision_needed(CELL, [within, tighter, ranking]) == pytest.approx(0.005)
+    assert findings.precision_needed({**CELL, "drop": 1e-4}, [within, ranking]) is None   # not its cell
+    assert findings.precision_needed(CELL, [ranking]) is None                             # no precision of its own
+    # decided for a gap up to half the tolerance: two quarter-intervals on it reach the tolerance
+    assert 0.025 + 2 * 0.05 * findings.WITHIN_PRECISION_SHARE == pytest.approx(0.05)
 
 
 def test_the_findings_campaign_runs_one_repetition_first_and_the_others_on_demand(design):

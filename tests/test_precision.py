@@ -400,6 +400,31 @@ def test_decide_refuses_samples_of_different_lengths():
         decide(StopRule(half_width=0.05, max_s=10), [0.1, 0.2], [1.0], 0, 0.2)
 
 
+def test_a_tighter_mean_target_holds_the_mean_alone_to_it():
+    """A finding comparing means within 5 % asks its cells' means for +-1.25 % and leaves
+    their quartiles at the campaign's +-5 %: the mean is held to its own target, the
+    quartiles to theirs, and a rule without it is recorded as before."""
+    n = 6000
+    series = ar1_series(100, n, 0.5, 30.0) + ramp(n, 300, 60.0)
+    loose = StopRule(half_width=0.05, max_s=10_000)
+    tight = StopRule(half_width=0.05, max_s=10_000, mean_half_width=0.0125)
+    held = 0
+    for row in series:
+        a = decide(loose, times_of(n), row, loss_events=10_000, elapsed_s=n * SAMPLE_S)
+        b = decide(tight, times_of(n), row, loss_events=10_000, elapsed_s=n * SAMPLE_S)
+        assert (a.mean.relative_half_width, a.quantiles) == (b.mean.relative_half_width, b.quantiles)
+        if b.precision_reached:
+            assert b.mean.relative_half_width <= 0.0125
+        if a.precision_reached and not b.precision_reached:
+            held += 1
+            assert "mean half-width" in b.why and "> 1.25 %" in b.why and "Q" not in b.why
+    assert held > 0                       # the tighter target does hold runs back
+    assert "mean_half_width" not in loose.settings() and tight.settings()["mean_half_width"] == 0.0125
+    assert StopRule.from_design({"half_width": 0.05, "max_s": 900, "mean_half_width": 0.0125}, WHERE) \
+        == StopRule(half_width=0.05, max_s=900.0, mean_half_width=0.0125)
+    assert "target mean 1.25 %, quantiles 5 %" in b.progress()
+
+
 # --- the design's stop: mapping ---------------------------------------------------------
 
 def test_from_design_reads_a_stop_mapping():
@@ -431,6 +456,8 @@ WHERE = "criteria.responsiveness.stop"
     ({"half_width": 0.05, "max_s": 900, "confidence": 95}, f"{WHERE}.confidence: must be in"),
     ({"half_width": 0.05, "max_s": 900, "metrics": "steady"},
      f"{WHERE}.metrics: must be one of after_warmup, whole_run, got 'steady'"),
+    ({"half_width": 0.05, "max_s": 900, "mean_half_width": 0},
+     f"{WHERE}.mean_half_width: must be in (0, 1) (or unset), got 0"),
 ])
 def test_from_design_errors_name_the_field(mapping, message):
     with pytest.raises(ValueError) as caught:

@@ -93,6 +93,22 @@ def needed(cell: Mapping, claims: list[dict]) -> list[str]:
     return [c["id"] for c in claims if any(matches(cell, sel) for sel in selections(c))]
 
 
+# A within check (every mean within `tolerance` of the top one) puts two cells' intervals
+# on the gap it measures, the widest apart: with runs known to a quarter of the tolerance
+# it is decided for any gap up to half of it. On runs stopped at +-5 % a 2.1 % gap at drop
+# 0 stayed open against a 5 % tolerance (2026-12-06), and there repetitions replay.
+WITHIN_PRECISION_SHARE = 0.25
+
+
+def precision_needed(cell: Mapping, claims: list[dict]) -> float | None:
+    """The relative half-width the claims reading this cell ask of each of its runs, where
+    one asks for a precision of its own (a within check: a share of its tolerance), the
+    smallest; None where none does (the campaign's stopping rule decides)."""
+    asked = [float(c["check"]["tolerance"]) * WITHIN_PRECISION_SHARE for c in claims
+             if c["check"].get("type") == "within" and any(matches(cell, sel) for sel in selections(c))]
+    return min(asked) if asked else None
+
+
 # A ranking's rivals the model puts within this share of the strongest one run with it: the
 # model's means are a model's (BIC at 12.2 ms, 1e-5 ran 27 % above its model), so a rival
 # it calls close may be the real one; a wrong pick costs a round, never the verdict.

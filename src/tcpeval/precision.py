@@ -12,7 +12,7 @@ steady-state mean throughput (and its quartiles) precisely enough:
 3. Quantiles of interval throughput get the same treatment with each batch's quantile in
    place of its mean (`quantile_interval`).
 4. The run stops when every interval's half-width is at most `half_width` times its
-   estimate, and never before `min_loss_events` loss events or `min_s` seconds, nor, where
+   estimate (the mean's `mean_half_width`, where a rule sets it), and never before `min_loss_events` loss events or `min_s` seconds, nor, where
    the path drops nothing at random, before the flow has met the link after the warm-up;
    at `max_s` it stops regardless, recording whether the precision was reached (`decide`).
 
@@ -132,6 +132,9 @@ def _rule_problems(values: Mapping, where: str) -> list[str]:
 
     half_width = values["half_width"]
     need("half_width", _is_number(half_width) and 0 < half_width < 1, "must be in (0, 1)")
+    mean_hw = values.get("mean_half_width")
+    if mean_hw is not None:
+        need("mean_half_width", _is_number(mean_hw) and 0 < mean_hw < 1, "must be in (0, 1) (or unset)")
     events = values["min_loss_events"]
     need("min_loss_events", isinstance(events, int) and not isinstance(events, bool)
          and events >= 0, "must be an integer >= 0")
@@ -173,6 +176,8 @@ class StopRule:
     analysis takes the run's mean and quantiles over: `after_warmup` (the samples after
     the cut, which the intervals describe) or `whole_run` (the paper's definition, slow
     start included; then the interval describes the steady state, not the figure).
+    `mean_half_width`, where set, is the mean's own target, tighter than the quantiles'
+    (a finding that compares means closely asks it of its cells: tcpeval.findings).
     """
     half_width: float
     max_s: float
@@ -183,6 +188,7 @@ class StopRule:
     batches: int = 20
     check_independence: bool = True
     metrics: str = "after_warmup"
+    mean_half_width: float | None = None
 
     def __post_init__(self):
         if isinstance(self.quantiles, list):      # frozen: keep it hashable
@@ -192,10 +198,17 @@ class StopRule:
             raise SpecError("; ".join(problems))
 
     def settings(self) -> dict:
-        return {"half_width": self.half_width, "min_loss_events": self.min_loss_events,
-                "max_s": self.max_s, "min_s": self.min_s, "confidence": self.confidence,
-                "quantiles": list(self.quantiles), "batches": self.batches,
-                "check_independence": self.check_independence, "metrics": self.metrics}
+        out = {"half_width": self.half_width, "min_loss_events": self.min_loss_events,
+               "max_s": self.max_s, "min_s": self.min_s, "confidence": self.confidence,
+               "quantiles": list(self.quantiles), "batches": self.batches,
+               "check_independence": self.check_independence, "metrics": self.metrics}
+        if self.mean_half_width is not None:     # unset: as rules were recorded before it
+            out["mean_half_width"] = self.mean_half_width
+        return out
+
+    def target(self, name: str) -> float:
+        """The relative half-width the interval named `name` ("mean", "Q25", ...) must meet."""
+        return self.mean_half_width if name == "mean" and self.mean_half_width is not None else self.half_width
 
     @classmethod
     def from_design(cls, mapping, where: str) -> StopRule:
@@ -206,7 +219,7 @@ class StopRule:
             raise SpecError(f"{where}: must be a mapping, got {type(mapping).__name__}")
         defaults = {"min_loss_events": 0, "min_s": None, "confidence": 0.95,
                     "quantiles": [0.25, 0.5, 0.75], "batches": 20, "check_independence": True,
-                    "metrics": "after_warmup"}
+                    "metrics": "after_warmup", "mean_half_width": None}
         allowed = ["half_width", "max_s", *defaults]
         problems = [f"{where}: unknown key {key!r}; allowed: {', '.join(allowed)}"
                     for key in mapping if key not in allowed]
@@ -533,7 +546,9 @@ class Decision:
             when = f"at this pace not before max_s ({rule.max_s + offset_s:.0f} s)"
         else:
             when = f"stop expected near {expected + offset_s:.0f} s"
-        return f"{events}; {widths} (target {rule.half_width * 100:g} %); {when}"
+        target = (f"target {rule.half_width * 100:g} %" if rule.mean_half_width is None else
+                  f"target mean {rule.mean_half_width * 100:g} %, quantiles {rule.half_width * 100:g} %")
+        return f"{events}; {widths} ({target}); {when}"
 
     def record(self) -> dict:
         """A JSON-serialisable summary for a trace (no inf or NaN)."""
@@ -595,9 +610,8 @@ def decide(rule: StopRule, t_s, throughput_bps, loss_events: int,
                     if rule.check_independence else None)
 
     named = [("mean", mean), *((_quantile_label(q), i) for q, i in quantiles.items())]
-    target = f"{rule.half_width * 100:g} %"
-    imprecise = [f"{name} half-width {_percent(interval.relative_half_width)} > {target}"
-                 for name, interval in named if interval.relative_half_width > rule.half_width]
+    imprecise = [f"{name} half-width {_percent(interval.relative_half_width)} > {rule.target(name) * 100:g} %"
+                 for name, interval in named if interval.relative_half_width > rule.target(name)]
     if mean.note:                                 # the quantiles share the batches, and the note
         imprecise = [f"{mean.note} after the warm-up"]
     doubtful = []
@@ -608,9 +622,8 @@ def decide(rule: StopRule, t_s, throughput_bps, loss_events: int,
                         f"{independence.critical:.2f})")
 
     # half-widths shrink about as 1 / sqrt(samples kept after the cut)
-    widest = max(interval.relative_half_width for _, interval in named)
-    projected = (min(rule.max_s, max(elapsed_s, cut_s + (elapsed_s - cut_s)
-                                     * (widest / rule.half_width) ** 2))
+    widest = max(interval.relative_half_width / rule.target(name) for name, interval in named)
+    projected = (min(rule.max_s, max(elapsed_s, cut_s + (elapsed_s - cut_s) * widest ** 2))
                  if math.isfinite(widest) else None)
 
     early = []

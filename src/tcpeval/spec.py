@@ -658,16 +658,22 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
             # a precision-driven run lasts at most its rule's max_s, or what the point's
             # loss-event rule gives it where there is one
             duration = point_duration(rule, settings, float(point["rtt_ms"]), float(point["drop"]))
+            if stop and not rule:
+                duration = stop.max_s
+            flows = _flows_of(crit, name, point, settings, duration)
+            cell = _cell(name, flows, point)
+            if claims and not findings.needed(cell, claims):
+                continue  # a cell no finding reads
             point_stop = None
             if stop:
-                duration = duration if rule else stop.max_s
-                # no loss events where nothing is dropped: the floor is for lossy points
+                # no loss events where nothing is dropped: the floor is for lossy points;
+                # a finding that needs its cells' means more precise than the rule asks so
+                asked = findings.precision_needed(cell, claims) if claims else None
                 point_stop = dataclasses.replace(stop, max_s=duration,
                                                  min_s=min(stop.min_s, duration) if stop.min_s else None,
-                                                 min_loss_events=stop.min_loss_events if point["drop"] else 0)
-            flows = _flows_of(crit, name, point, settings, duration)
-            if claims and not findings.needed(_cell(name, flows, point), claims):
-                continue  # a cell no finding reads
+                                                 min_loss_events=stop.min_loss_events if point["drop"] else 0,
+                                                 mean_half_width=asked if asked and asked < stop.half_width
+                                                 else stop.mean_half_width)
             for flow in flows:
                 if declared is not None and flow.protocol != "udp" and flow.variant not in declared:
                     raise SpecError(f"criteria/{name}/flows: variant {flow.variant!r} (grid point {point}) "

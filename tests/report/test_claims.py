@@ -559,6 +559,8 @@ def test_the_next_round_repeats_nothing_for_a_finding_held_open_by_cells_that_re
     verdict, = C.check_all([claim], ds)
     assert verdict.verdict == C.UNDECIDED
     assert verdict.contested == [] and sorted(c["variant"] for c in verdict.replaying) == ["reno", "scalable"]
+    # and its text says so, as the other checks' do
+    assert "replay one another, so no number of them decides it" in verdict.ours
     conditions = _responsiveness_runs(["reno", "scalable"], reps=3, drops=(0.0,))
     assert C.next_round([claim], [verdict], conditions, lambda run: run.rep == 1) == []
     # the same cells with something random in them (a lossy path) are repeated

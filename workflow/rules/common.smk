@@ -1,5 +1,7 @@
 # Configuration, the design, the campaign's runs, and the paths, constants and input
 # functions the rule files share (those hold rules only).
+import hashlib
+import json
 import os
 import sys
 from glob import glob
@@ -128,6 +130,18 @@ def condition_of_run(wildcards):
         return run_index.resolve_path(run_dir, DESIGN, RAW_DIR)
     except spec.SpecError:
         return None
+
+
+def condition_digest(wildcards):
+    """A short digest of the condition a run job's path names (its params: Snakemake reruns
+    the job when the design changes the condition); "none" where the path names no run.
+    """
+    cond = condition_of_run(wildcards)
+    if cond is None:
+        return "none"
+    return hashlib.sha256(
+        json.dumps(cond.to_dict(), sort_keys=True).encode()
+    ).hexdigest()[:16]
 
 
 def run_time_limit_min(wildcards):

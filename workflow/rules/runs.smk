@@ -6,7 +6,10 @@
 # measurement. Testbed runs only drive remote hosts and leave the cores to the analysis.
 # The run reads the design but deliberately does not list it as an input: a trace is
 # named by its path, and editing the design must not put every trace of the campaign
-# out of date (days of runs); every rule after the runs lists it.
+# out of date (days of runs); every rule after the runs lists it. What the job does carry
+# is its condition (params: condition_digest): where an edit changes a run's condition (a
+# finding asks its cells for a tighter stopping rule) Snakemake reruns that job alone, and
+# tcpeval run refuses to keep a trace recorded under another condition, naming the fields.
 # A trace that exists is kept: `update` stops Snakemake from removing it before a job it
 # reruns (one it saw interrupted, rerun-incomplete, even when the trace was written; or one
 # forced), and --keep-existing makes that job keep it (traces are written whole or not at
@@ -26,6 +29,7 @@ rule run:
         design=config["design"],
         raw_dir=raw_dir_of,
         testbed=TESTBED_OPT,
+        condition=condition_digest,
     shell:
         "tcpeval run {output.trace:q} --keep-existing --design {params.design:q} --raw-dir {params.raw_dir:q}"
         " {params.testbed}"

@@ -26,6 +26,7 @@ from tcpeval.backends.base import (
     ConditionError,
     TraceExistsError,
 )
+from tcpeval.condition import Condition
 from tcpeval.errors import SpecError, UserError
 from tcpeval.precision import StopRule
 
@@ -181,7 +182,7 @@ def cmd_run(args) -> int:
     if args.keep_existing:
         if args.force:
             raise UserError("--keep-existing and --force contradict each other: keep the trace, or replace it")
-        kept = kept_trace_note(run_dir)
+        kept = kept_trace_note(run_dir, condition)
         if kept:
             print(kept)
             return 0
@@ -213,20 +214,44 @@ def cmd_run(args) -> int:
     return 0
 
 
-def kept_trace_note(run_dir: Path) -> str | None:
+def condition_differences(recorded: dict, wanted: dict) -> list[str]:
+    """Each field a trace's recorded condition has other than the one asked for, as
+    "field: recorded -> wanted" (a stopping rule by its settings)."""
+    out = []
+    for key in sorted(set(recorded) | set(wanted)):
+        have, want = recorded.get(key), wanted.get(key)
+        if have == want:
+            continue
+        if isinstance(have, dict) and isinstance(want, dict):
+            out += [f"{key}.{k}: {have.get(k)!r} -> {want.get(k)!r}" for k in sorted(set(have) | set(want))
+                    if have.get(k) != want.get(k)]
+        else:
+            out.append(f"{key}: {have!r} -> {want!r}")
+    return out
+
+
+def kept_trace_note(run_dir: Path, condition: Condition | None = None) -> str | None:
     """With --keep-existing: the line saying the run's trace is kept, or None when it has no
     trace. A trace is written whole or not at all (``trace.write_trace``), so one that exists
     is a complete run; the workflow's rule passes this flag because Snakemake reruns a job it
     saw interrupted (rerun-incomplete) or was told to force, even when the trace was written,
     and would otherwise remove the trace before the job starts (it did, 2026-12-04). A trace
-    that does not read back is an error, not a reason to run over it."""
+    that does not read back is an error, not a reason to run over it; so is one recorded
+    under another condition than ``condition`` (the design changed it since, e.g. a
+    finding asked its cells for a tighter stopping rule; the workflow reruns the job then,
+    its params carry the condition): it is not the design's run, and not ours to remove."""
     target = Path(run_dir) / trace.TRACE_FILE
     if not target.exists():
         return None
     try:
-        trace.read_trace(target)
+        record = trace.read_trace(target)
     except trace.TraceError as err:
         raise UserError(f"{err}; it is left as it is: move it away to run the condition again") from None
+    differing = condition_differences(record.get("condition") or {}, condition.to_dict()) if condition else []
+    if differing:
+        raise UserError(f"{target}: recorded under another condition than the design's now ("
+                        + "; ".join(differing) + "); it is left as it is: move it away to run the "
+                        f"condition again (or replace it: tcpeval run --force {target})")
     return (f"{target}: kept: it exists, and a trace is written whole or not at all; "
             f"to run the condition again: tcpeval run --force {target}")
 

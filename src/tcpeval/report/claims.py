@@ -576,14 +576,21 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
         groups = [g for g in _groups(check, sel) if g["variant"].nunique() >= int(check.get("min_variants", 2))]
         if not groups:
             return NODATA, "fewer than two variants per group"
-        worst_rel, passed = 0.0, []
+        worst_rel, passed, needs = 0.0, [], []
         for g in groups:
             ests = _estimates(g, metric)
             top = max(e.value for e in ests)
+            gap = top - min(e.value for e in ests)
             if top > 0:
-                worst_rel = max(worst_rel, (top - min(e.value for e in ests)) / top)
+                worst_rel = max(worst_rel, gap / top)
             passed.append(_spread_passes(ests, tol))
-        return _decide(passed), f"{len(groups)} group(s); largest gap {100 * worst_rel:.1f}\\,\\%"
+            if passed[-1] is None:
+                # the spread test puts two intervals on the gap: each must shrink to half
+                # of what lies between the gap and the tolerance
+                needs += [_reps(abs(tol * top - gap) / 2, e, int(n)) for e, n in zip(ests, g["n"])]
+        verdict = _decide(passed)
+        note = _reps_note(needs) if verdict == UNDECIDED and reps_note else ""
+        return verdict, f"{len(groups)} group(s); largest gap {100 * worst_rel:.1f}\\,\\%{note}"
     raise ClaimError(f"claim {claim['id']}: unknown check type {kind!r}")
 
 
