@@ -158,9 +158,11 @@ def test_make_findings_with_hours_runs_the_cheapest_findings_cells_then_analyses
     assert job_counts(out)["run"] == 1, out
 
 
-def _tiny_campaign(root: Path) -> list[Path]:
+def _tiny_campaign(root: Path, duration: str | None = "2") -> list[Path]:
     """A work directory with the workflow's config and manuscript, and synthetic traces for
-    a quarter of the smoke campaign (every fourth flagged); returns the traces."""
+    a quarter of the smoke campaign (every fourth flagged), `duration` s long (2: shorter
+    than the design's runs, which only a rerun `run` job would notice; None: as long as
+    the design's); returns the traces."""
     from tcpeval.cli import main
 
     (root / "config").mkdir()
@@ -169,7 +171,8 @@ def _tiny_campaign(root: Path) -> list[Path]:
     (root / "paper").mkdir()
     for name in ("main.tex", "claims.yaml"):
         shutil.copy2(REPO / "paper" / name, root / "paper" / name)
-    assert main(["synthetic", str(root / "data" / "raw"), "--design", DESIGN, "--duration", "2",
+    assert main(["synthetic", str(root / "data" / "raw"), "--design", DESIGN,
+                 *(["--duration", duration] if duration else []),
                  "--fraction", "0.25", "--flag-every", "4"]) == 0
     return sorted((root / "data" / "raw").rglob("trace.json"))
 
@@ -359,7 +362,7 @@ def test_a_trace_that_exists_survives_a_job_snakemake_reruns(how, tmp_path):
     """A trace is written whole or not at all, so one that exists is complete: a `run` job
     Snakemake reruns (the profile's rerun-incomplete, or --forcerun) keeps it byte for byte,
     says so in its log, and starts no emulation."""
-    trace = _tiny_campaign(tmp_path)[0]
+    trace = _tiny_campaign(tmp_path, duration=None)[0]   # recorded under the design's condition
     target = str(trace.relative_to(tmp_path))
     before = trace.read_bytes()
     if how == "interrupted":
@@ -379,3 +382,29 @@ def test_a_trace_that_exists_survives_a_job_snakemake_reruns(how, tmp_path):
     again = subprocess.run([*SNAKEMAKE[:3], "-s", str(REPO / "Snakefile"), "-n", target], cwd=tmp_path,
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout
+
+
+def test_a_run_whose_condition_the_design_changed_is_rerun_and_its_old_trace_refused_by_name(tmp_path):
+    """The run job's params carry its condition: after the design changes it (here the
+    smoke runs' length), Snakemake reruns that job, and the run refuses to keep the trace
+    recorded under the old condition, naming the field, and leaves it byte for byte."""
+    trace = _tiny_campaign(tmp_path, duration=None)[0]
+    target = str(trace.relative_to(tmp_path))
+    before = trace.read_bytes()
+    first = subprocess.run([*SNAKEMAKE[:3], "-s", str(REPO / "Snakefile"), "-c2", target, "--forcerun", "run"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]   # kept: its params are recorded
+    design = tmp_path / "config" / "design.yaml"
+    text = design.read_text()
+    assert text.count("    duration_s: 4\n") == 1
+    design.write_text(text.replace("    duration_s: 4\n", "    duration_s: 5\n"))
+    dry = subprocess.run([*SNAKEMAKE[:3], "-s", str(REPO / "Snakefile"), "-n", target], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert "params have changed" in (dry.stdout + dry.stderr).lower(), dry.stdout[-3000:]
+    proc = subprocess.run([*SNAKEMAKE[:3], "-s", str(REPO / "Snakefile"), "-c2", target], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    log = tmp_path / target.replace("data/raw/", "logs/", 1).replace("trace.json", "run.log")
+    assert "recorded under another condition than the design's now" in log.read_text()
+    assert "duration_s: 4.0 -> 5.0" in log.read_text()
+    assert trace.read_bytes() == before
