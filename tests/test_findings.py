@@ -107,6 +107,14 @@ def test_the_findings_runs_stop_when_precise_within_their_loss_event_length(desi
     assert all(r.stop is None for r in spec.expand(design, "findings") if r.criterion != "responsiveness")
 
 
+def test_a_findings_ask_never_loosens_a_mean_target_the_design_sets_tighter(design):
+    tight = copy.deepcopy(design)
+    stop = tight["campaigns"]["findings"]["criteria"]["responsiveness"]["stop"]
+    tight["campaigns"]["findings"]["criteria"]["responsiveness"]["stop"] = {**stop, "mean_half_width": 0.01}
+    runs = [r for r in spec.expand(tight, "findings") if r.criterion == "responsiveness"]
+    assert {r.stop.mean_half_width for r in runs} == {0.01}   # 0.01 < the within check's 0.0125
+
+
 def test_a_within_check_asks_its_cells_for_a_quarter_of_its_tolerance_and_the_tightest_ask_wins():
     within = {"id": "w", "check": {"type": "within", "tolerance": 0.05, "where": {"drop": 0}}}
     tighter = {"id": "t", "check": {"type": "within", "tolerance": 0.02, "where": {"variant": "bic"}}}

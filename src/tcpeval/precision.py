@@ -12,8 +12,9 @@ steady-state mean throughput (and its quartiles) precisely enough:
 3. Quantiles of interval throughput get the same treatment with each batch's quantile in
    place of its mean (`quantile_interval`).
 4. The run stops when every interval's half-width is at most `half_width` times its
-   estimate (the mean's `mean_half_width`, where a rule sets it), and never before `min_loss_events` loss events or `min_s` seconds, nor, where
-   the path drops nothing at random, before the flow has met the link after the warm-up;
+   estimate (the mean's `mean_half_width`, where a rule sets it), and never before
+   `min_loss_events` loss events or `min_s` seconds, nor, where the path drops nothing at
+   random, before the flow has met the link after the warm-up;
    at `max_s` it stops regardless, recording whether the precision was reached (`decide`).
 
 Nothing here knows a backend or the analysis: both use it (the backend to stop a run, the

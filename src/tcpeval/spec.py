@@ -667,13 +667,13 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
             point_stop = None
             if stop:
                 # no loss events where nothing is dropped: the floor is for lossy points;
-                # a finding that needs its cells' means more precise than the rule asks so
-                asked = findings.precision_needed(cell, claims) if claims else None
+                # a finding that needs its cells' means more precise than the rule does asks so
+                asked = findings.precision_needed(cell, claims)
+                tighter = asked is not None and asked < stop.target("mean")
                 point_stop = dataclasses.replace(stop, max_s=duration,
                                                  min_s=min(stop.min_s, duration) if stop.min_s else None,
                                                  min_loss_events=stop.min_loss_events if point["drop"] else 0,
-                                                 mean_half_width=asked if asked and asked < stop.half_width
-                                                 else stop.mean_half_width)
+                                                 mean_half_width=asked if tighter else stop.mean_half_width)
             for flow in flows:
                 if declared is not None and flow.protocol != "udp" and flow.variant not in declared:
                     raise SpecError(f"criteria/{name}/flows: variant {flow.variant!r} (grid point {point}) "
