@@ -570,6 +570,29 @@ class Decision:
         }
 
 
+@dataclass(frozen=True)
+class SteadyState:
+    """A series' steady state as a rule sees it: MSER-5's cut (an index), whether it fell
+    at the end of its search, the samples after it, and the intervals of their mean and
+    of the rule's quantiles."""
+    cut: int
+    cut_at_limit: bool
+    retained: np.ndarray
+    mean: Interval
+    quantiles: dict[float, Interval]
+
+
+def steady_state(rule: StopRule, throughput_bps) -> SteadyState:
+    """The warm-up cut and the intervals `decide` holds to the rule, over a run's samples
+    so far; the analysis takes a precision-driven run's figures from the same call on the
+    samples the run stopped on, so the interval it reports is the one the rule met."""
+    series = np.asarray(throughput_bps, dtype=float)
+    cut, cut_at_limit = _mser5(series)
+    retained = series[cut:]
+    return SteadyState(cut, cut_at_limit, retained, batch_means(retained, rule.batches, rule.confidence),
+                       quantile_intervals(retained, rule.quantiles, rule.batches, rule.confidence))
+
+
 def decide(rule: StopRule, t_s, throughput_bps, loss_events: int,
            elapsed_s: float, link_met: Sequence[bool] | None = None) -> Decision:
     """Whether a run may stop now, by `rule`.
@@ -602,12 +625,10 @@ def decide(rule: StopRule, t_s, throughput_bps, loss_events: int,
         raise ValueError("throughput_bps has a value that is not finite")
     if link_met is not None and len(link_met) != len(series):
         raise ValueError(f"link_met must have one flag per sample ({len(series)}), got {len(link_met)}")
-    cut, cut_at_limit = _mser5(series)
+    steady = steady_state(rule, series)
+    cut, cut_at_limit, mean, quantiles = steady.cut, steady.cut_at_limit, steady.mean, steady.quantiles
     cut_s = float(times[cut - 1]) if cut > 0 else 0.0
-    retained = series[cut:]
-    mean = batch_means(retained, rule.batches, rule.confidence)
-    quantiles = quantile_intervals(retained, rule.quantiles, rule.batches, rule.confidence)
-    independence = (batch_means_independence(retained, rule.batches)
+    independence = (batch_means_independence(steady.retained, rule.batches)
                     if rule.check_independence else None)
 
     named = [("mean", mean), *((_quantile_label(q), i) for q, i in quantiles.items())]

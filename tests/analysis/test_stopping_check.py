@@ -135,9 +135,12 @@ def test_replayed_stop_reports_what_a_stopped_run_would():
     assert stop["stopped_s"] == 10.0 and stop["precision_reached"]
     assert stop["warmup_s"] == pytest.approx(1.0)        # the ten slow samples, two MSER batches
     kept = rates[10:100]                                  # after the cut, up to the stop
-    assert stop["mean_bps"] == pytest.approx(kept.mean())
-    by_hand = precision.batch_means(kept, batches=10).half_width
-    assert stop["mean_hw_bps"] == pytest.approx(by_hand)
+    # the interval the rule met, in its own 20 batches (of 4: the earliest 10 left out)
+    by_hand = precision.batch_means(kept, batches=rule.batches)
+    assert stop["mean_bps"] == pytest.approx(by_hand.estimate) == pytest.approx(rates[20:100].mean())
+    assert stop["mean_hw_bps"] == pytest.approx(by_hand.half_width)
+    assert stop["rule_relative_hw"] == pytest.approx(by_hand.relative_half_width)
+    assert by_hand.relative_half_width <= rule.half_width
 
 
 def test_a_long_run_is_cut_into_segments_each_with_the_rest():
@@ -153,7 +156,7 @@ def test_a_long_run_is_cut_into_segments_each_with_the_rest():
 def test_replays_judge_runs_against_the_long_mean_and_segments_against_their_rest():
     rule = precision.StopRule(half_width=0.05, min_loss_events=100, max_s=60)
     long_rates = _noisy(3000, 4)
-    long_rates[600:1200] = 4.0 * GB                       # a segment far from the rest
+    long_rates[600:1200] = _noisy(600, 6, mean=4.0 * GB)   # a segment far from the rest
     samples = pd.concat([_flow(600, _noisy(600, 5)).assign(run="replay-1"),
                          _flow(3000, long_rates).assign(run="long-1")])
     runs = pd.DataFrame([

@@ -297,3 +297,72 @@ def test_a_stopped_runs_last_part_of_an_interval_holds_what_arrived_after_the_st
     record["measured"]["precision"]["stopped_early"] = False
     whole, _, _ = extract.summarise(record)
     assert whole["mean_bps"] > plain["mean_bps"]
+
+
+def _watched_record(cond, k: int = 1) -> tuple[dict, object]:
+    """A run stopped by its rule, recorded as the emulated backend records one dilated k-fold
+    (physical units): the first flow's receiver socket read every interval at a steady 1.2
+    Gbit/s with small read jitter (the series the rule decided on), and iperf3's intervals
+    of the same flow with the server's late reads (an interval with nothing read, the next
+    with two intervals' bytes, every seventh). The decision as the watch made it."""
+    from tcpeval import precision
+    from tcpeval.analysis import synthetic
+    record = synthetic.make_record(cond)
+    rng = np.random.default_rng(3)
+    dt = cond.interval_s * k
+    n = 120
+    t = np.cumsum(dt * (1 + 0.002 * rng.standard_normal(n)))          # the reads' own times
+    got = np.cumsum(np.round(1.2e9 / 8 * np.diff(t, prepend=0) * (1 + 0.001 * rng.standard_normal(n))))
+    rates = 8 * np.diff(got) / np.diff(t)
+    rule = precision.StopRule(half_width=0.05, max_s=cond.duration_s * k, mean_half_width=0.0125,
+                              check_independence=False)     # white noise: not what is tested
+    decision = precision.decide(rule, t[1:], rates, 0, float(t[-1]))
+    assert decision.precision_reached
+    iperf = np.full(n, 1.2e9)
+    iperf[14::7], iperf[15::7] = 0.0, 2.4e9
+    tt = np.arange(1, n + 1) * dt
+    samples = record["flows"][0]["samples"]
+    samples.update(t_s=tt.tolist(), bytes=(iperf * dt / 8).tolist(), throughput_bps=iperf.tolist(),
+                   cwnd_bytes=[None] * n, rtt_us=[None] * n, retransmits=[0] * n)
+    record["measured"]["precision"] = {
+        **decision.record(), "stopped_early": True, "stopped_at_s": float(t[-1]), "sample_s": dt,
+        "series": {"t_s": t.tolist(), "bytes": [int(b) for b in got]}}
+    if k > 1:
+        record["mechanisms"]["dilation"] = {**(record["mechanisms"].get("dilation") or {}), "factor": k}
+    return record, decision
+
+
+def test_a_precision_driven_run_reports_the_interval_its_rule_stopped_on_not_iperf3s(design):
+    from tcpeval.analysis import synthetic
+    cond = next(c for c in synthetic.campaign_conditions(design, "smoke", "emulated", duration_s=20.0)
+                if c.criterion == "responsiveness")
+    record, decision = _watched_record(cond)
+    trace.validate(record)
+    row, _, _ = extract.summarise(record)
+    assert row["steady_from"] == extract.FROM_RULE_SERIES
+    assert row["mean_bps"] == pytest.approx(decision.mean.estimate)
+    assert row["mean_hw_bps"] == pytest.approx(decision.mean.half_width)
+    assert row["mean_hw_bps"] / row["mean_bps"] <= 0.0125
+    for q, interval in decision.quantiles.items():
+        assert row[f"q{round(100 * q)}_bps"] == pytest.approx(interval.estimate)
+        assert row[f"q{round(100 * q)}_hw_bps"] == pytest.approx(interval.half_width)
+    # without the series (a trace from before 2026-12-06) the figures are iperf3's, whose
+    # late reads make the mean's interval several times as wide
+    del record["measured"]["precision"]["series"]
+    old, _, _ = extract.summarise(record)
+    assert old["steady_from"] == extract.FROM_IPERF3
+    assert old["mean_bps"] == pytest.approx(row["mean_bps"], rel=0.01)
+    assert old["mean_hw_bps"] > 3 * row["mean_hw_bps"]
+
+
+def test_a_dilated_runs_rule_series_is_read_in_the_virtual_paths_units(design):
+    from tcpeval.analysis import synthetic
+    cond = next(c for c in synthetic.campaign_conditions(design, "smoke", "emulated", duration_s=20.0)
+                if c.criterion == "responsiveness")
+    plain, _, _ = extract.summarise(_watched_record(cond)[0])
+    record, decision = _watched_record(cond, k=8)
+    row, _, _ = extract.summarise(record)
+    assert row["steady_from"] == extract.FROM_RULE_SERIES
+    assert row["mean_bps"] == pytest.approx(8 * decision.mean.estimate) == pytest.approx(9.6e9, rel=0.01)
+    assert row["mean_hw_bps"] / row["mean_bps"] == pytest.approx(decision.mean.relative_half_width)
+    assert row["metrics_from_s"] == pytest.approx(decision.warmup_cut_s / 8)

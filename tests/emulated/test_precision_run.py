@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tcpeval import dilation, trace
+from tcpeval.analysis import extract
 from tcpeval.precision import StopRule
 from tcpeval.spec import adhoc_condition
 
@@ -55,6 +56,15 @@ def test_a_run_stops_once_its_mean_and_quartiles_are_precise_and_records_why(rat
     assert record["condition"]["stop"]["half_width"] == 0.1
     back = trace.read_trace(tmp_path / "run")
     assert dilation.to_virtual(back)["measured"]["precision"]["stopped_at_s"] == p["stopped_at_s"]
+    # the reads the rule decided on are kept, one per sample and one before them, and the
+    # analysis reports the interval the rule met, not one of iperf3's intervals
+    series = p["series"]
+    assert len(series["t_s"]) == len(series["bytes"]) == p["samples"] + 1
+    assert series["t_s"] == sorted(series["t_s"]) and series["bytes"] == sorted(series["bytes"])
+    row = extract.summarise(back)[0]
+    assert row["steady_from"] == extract.FROM_RULE_SERIES
+    assert row["mean_bps"] == pytest.approx(p["mean"]["estimate"])
+    assert row["mean_hw_bps"] == pytest.approx(p["mean"]["half_width"])
 
 
 def test_a_run_that_is_precise_within_seconds_still_has_its_second_half(rate, tmp_path):

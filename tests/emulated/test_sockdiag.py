@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -146,15 +147,19 @@ def test_the_precision_watch_takes_no_sample_from_the_control_socket_once_the_da
         peer.stdin.write("1000000\n")
         peer.stdin.flush()
         assert peer.stdout.readline().strip() == "data"
-        watch.check(0.1)
+        t0 = time.monotonic() - 5.0       # the loop reached the watch 4.9 s after it was due
+        watch.check(t0)
+        assert watch.t_s[0] >= 5.0        # timed at its read, not at the loop's turn
         peer.stdin.write("2000000\n")    # a line for the script: close the data connection
         peer.stdin.flush()
         assert peer.stdout.readline().strip() == "closed"
         # the read now finds the control socket's 300 bytes: the count went back, no sample
         with ReceivedBytes(namespace) as receiver:
             assert receiver.read(PORT) == 300
-        assert watch.check(0.2) is None
+        assert watch.check(t0) is None
         assert watch.bytes == [1_000_000] and watch.rates == []
+        # the trace keeps what the rule saw: the reads, their times and counts
+        assert watch.record(None)["series"] == {"t_s": watch.t_s, "bytes": [1_000_000]}
     finally:
         if watch is not None:
             watch.close()

@@ -181,6 +181,46 @@ def _quantile_half_widths(rates: np.ndarray) -> list[float]:
             for q in M.EFFICIENCY_QUANTILES]
 
 
+# where a run's steady-state mean and quartiles come from (runs table `steady_from`)
+FROM_RULE_SERIES = "receiver socket (the rule's samples)"
+FROM_IPERF3 = "iperf3 intervals"
+
+
+def _finite_or_nan(value: float) -> float:
+    return float(value) if math.isfinite(value) else math.nan
+
+
+def rule_steady_state(prec: dict | None) -> dict | None:
+    """A precision-driven run's steady-state mean and quartiles, with their intervals, from
+    the samples its rule decided on (measured.precision.series: the first flow's receiver
+    socket), computed as the rule computed them (precision.steady_state: its warm-up cut,
+    batches and confidence): the interval the run reports is the one it stopped on.
+
+    iperf3's intervals are no substitute: the server reads the socket late at times (a
+    0.8-s interval with nothing read, the next with two intervals' bytes, Scalable at 24.2
+    ms, drop 0, while the socket's own count ran at the link's rate), and batch means over
+    them came out twice as wide as the rule's (+-1.9 % against +-0.98 %). None where the
+    run has no such samples (fixed length, or recorded before 2026-12-06) or its rule takes
+    its metrics over the whole run; then the figures come from iperf3's intervals."""
+    series = (prec or {}).get("series")
+    if not series or (prec.get("rule") or {}).get("metrics", "after_warmup") != "after_warmup":
+        return None
+    t = np.asarray(series["t_s"], dtype=float)
+    b = np.asarray(series["bytes"], dtype=float)
+    if t.size < 3 or not np.all(np.diff(t) > 0):
+        return None
+    rates = 8.0 * np.diff(b) / np.diff(t)
+    rule = precision.StopRule(**{**prec["rule"], "quantiles": tuple(M.EFFICIENCY_QUANTILES)})
+    steady = precision.steady_state(rule, rates)
+    if steady.mean.note:
+        return None
+    quartiles = [steady.quantiles[q] for q in M.EFFICIENCY_QUANTILES]
+    return {"mean_bps": steady.mean.estimate, "mean_hw_bps": _finite_or_nan(steady.mean.half_width),
+            **{f"q{round(100 * q)}_bps": i.estimate for q, i in zip(M.EFFICIENCY_QUANTILES, quartiles)},
+            **{f"q{round(100 * q)}_hw_bps": _finite_or_nan(i.half_width)
+               for q, i in zip(M.EFFICIENCY_QUANTILES, quartiles)}}
+
+
 def _wall_s(record: dict) -> float:
     """Seconds from the kept attempt's start to its end (NaN where the trace lacks either)."""
     try:
@@ -388,6 +428,10 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
         "conv_time_s": math.nan, "spread_bps": math.nan, "spread_hw_bps": math.nan, "ubar_bps": math.nan,
         "lambda": lam, "epsilon": eps,
     }
+    from_rule = rule_steady_state(prec)
+    row["steady_from"] = FROM_IPERF3
+    if from_rule is not None:
+        row.update(from_rule, steady_from=FROM_RULE_SERIES)
     ceiling = row["payload_ceiling_bps"]
     row["utilisation_frac"] = row["utilisation_bps"] / ceiling if multi and ceiling == ceiling else math.nan
     row["mean_frac"] = row["mean_bps"] / ceiling if ceiling == ceiling else math.nan

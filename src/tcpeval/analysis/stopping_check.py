@@ -37,7 +37,6 @@ import pandas as pd
 
 from tcpeval import precision, spec
 from tcpeval.analysis import metrics as M
-from tcpeval.analysis.extract import WITHIN_RUN_BATCHES, within_run_half_width
 
 RULE = "stopping_rule"
 LONG = "stopping_long"
@@ -178,10 +177,10 @@ def replay(rule: precision.StopRule, t_s, rates, loss_events,
 
 def replayed_stop(rule: precision.StopRule, t_s, nbytes, loss_events,
                   every_s: float = precision.DECIDE_EVERY_S) -> dict | None:
-    """Where the rule stops on a recorded flow and what a run stopped there reports: its
-    mean after the warm-up cut (bytes over time, as the runs table's mean_bps) and the
-    interval the claims use (batch means in WITHIN_RUN_BATCHES batches, as
-    extract.summarise computes it for a stopped run)."""
+    """Where the rule stops on a recorded flow and what a run stopped there reports: the
+    mean of its samples after the warm-up cut and the interval the rule met (batch means
+    in the rule's batches, precision.steady_state), as extract.summarise reports a
+    precision-driven run from the samples its rule decided on."""
     t = np.asarray(t_s, dtype=float)
     b = np.asarray(nbytes, dtype=float)
     if len(t) < 2:
@@ -190,13 +189,11 @@ def replayed_stop(rule: precision.StopRule, t_s, nbytes, loss_events,
     decision = replay(rule, t, rates, loss_events, every_s)
     if decision is None:
         return None
-    end = decision.elapsed_s
-    kept = (t > decision.warmup_cut_s + 1e-9) & (t <= end + 1e-9)
-    mean = M.mean_throughput(t, b, kept) if kept.any() else math.nan
-    return {"stopped_s": end, "precision_reached": decision.precision_reached, "why": decision.why,
+    mean = decision.mean
+    return {"stopped_s": decision.elapsed_s, "precision_reached": decision.precision_reached, "why": decision.why,
             "warmup_s": decision.warmup_cut_s, "loss_events": decision.loss_events,
-            "mean_bps": mean, "mean_hw_bps": within_run_half_width(rates[kept]),
-            "rule_relative_hw": decision.mean.relative_half_width}
+            "mean_bps": mean.estimate, "mean_hw_bps": mean.half_width if math.isfinite(mean.half_width) else math.nan,
+            "rule_relative_hw": mean.relative_half_width}
 
 
 def _judged_stop(stop: dict | None, reference_bps: float) -> dict:
@@ -261,15 +258,16 @@ def replays(runs: pd.DataFrame, samples: pd.DataFrame, rule: precision.StopRule)
     return out
 
 
-# The median miss, in half-widths, of an honest interval of WITHIN_RUN_BATCHES batch means:
-# the median of |t| over t's 97.5 % quantile (9 degrees of freedom: 0.703 / 2.262 = 0.31)
-HONEST_MEDIAN_MISS = (precision.t_critical(0.5, WITHIN_RUN_BATCHES - 1)
-                      / precision.t_critical(CONFIDENCE, WITHIN_RUN_BATCHES - 1))
+def honest_median_miss(batches: int) -> float:
+    """The median miss, in half-widths, of an honest 95 % interval of `batches` batch means:
+    the median of |t| over t's 97.5 % quantile (20 batches, 19 degrees of freedom:
+    0.688 / 2.093 = 0.33)."""
+    return precision.t_critical(0.5, batches - 1) / precision.t_critical(CONFIDENCE, batches - 1)
 
 
 def coverage(stops: list[dict]) -> dict:
     """How often the judged stops' intervals covered their reference: the share, its Wilson
-    interval, and the median miss in half-widths (HONEST_MEDIAN_MISS for an honest one)."""
+    interval, and the median miss in half-widths (honest_median_miss for an honest one)."""
     judged = [s for s in stops if s["judged"]]
     k = sum(s["covers"] for s in judged)
     low, high = precision.wilson(k, len(judged)) if judged else (math.nan, math.nan)

@@ -47,7 +47,7 @@ RUN_SCHEMA = pa.schema([
     ("mech_drop", _S), ("mech_delay", _S), ("mech_rate", _S), ("dilation", _I), ("started_at", _S),
     ("wall_s", _F), ("attempts", _I), ("link_late_share", _F),
     ("mean_bps", _F), ("mean_hw_bps", _F), ("q25_bps", _F), ("q50_bps", _F), ("q75_bps", _F), ("mean_frac", _F),
-    ("q25_hw_bps", _F), ("q50_hw_bps", _F), ("q75_hw_bps", _F),
+    ("q25_hw_bps", _F), ("q50_hw_bps", _F), ("q75_hw_bps", _F), ("steady_from", _S),
     ("metrics_from_s", _F), ("precision_reached", _B), ("stopped_early", _B), ("ran_s", _F),
     ("flow1_bps", _F), ("flow2_bps", _F), ("jain", _F), ("utilisation_bps", _F),
     ("jain_hw", _F), ("utilisation_hw_bps", _F), ("share_first_hw", _F),

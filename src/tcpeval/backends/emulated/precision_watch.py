@@ -102,12 +102,18 @@ class PrecisionWatch:
             self.next_at = self.flow_start_s + self.sample_s
         return elapsed_s >= self.next_at
 
-    def check(self, elapsed_s: float) -> Decision | None:
-        """Take a sample; every 2 virtual seconds' samples, decide. The decision, if it
-        says stop; else None."""
-        self.next_at = (self.next_at or elapsed_s) + self.sample_s
+    def check(self, t0: float) -> Decision | None:
+        """Take a sample, timed at its read (seconds after t0, on time.monotonic's clock);
+        every 2 virtual seconds' samples, decide. The decision, if it says stop; else None.
+
+        The traffic loop reaches the watch late at times (after a snapshot of the counters,
+        a look at the sockets): a sample timed at the loop's turn instead carried bytes
+        that arrived after it, and the next one too few, a spike and a dip that the rate
+        never had."""
         got = self.receiver.read(common.IPERF3_PORT)
         t = time.monotonic()
+        elapsed_s = t - t0
+        self.next_at = (self.next_at or elapsed_s) + self.sample_s
         if got is None or (self.bytes and got < self.bytes[-1]):
             # none yet, or the count went back: the data socket has left ESTABLISHED (the
             # sender's end, at max_s) and the read found iperf3's control socket. Not a
@@ -162,7 +168,11 @@ class PrecisionWatch:
         out.update({"stopped_early": stopped_at_s is not None, "stopped_at_s": stopped_at_s,
                     "samples": len(self.rates), "sample_s": self.sample_s, "decisions": self.decisions,
                     "loss_events_from": "the drop stage's dropped packets",
-                    "throughput_from": "the first flow's receiver socket (sock_diag tcp_info bytes_received)"})
+                    "throughput_from": "the first flow's receiver socket (sock_diag tcp_info bytes_received)",
+                    # what the rule decided on: a reader can decide again, and the analysis
+                    # takes the run's steady-state figures from it (precision.steady_state)
+                    "series": {"t_s": list(self.t_s), "bytes": list(self.bytes),
+                                **({"link_met": list(self.link_met)} if self.link_met is not None else {})}})
         if self.link_met is not None:
             out.update({"link_met_samples": sum(self.link_met),
                         "link_met_from": f"the bottleneck's queue drops, or its sent bytes at >= "

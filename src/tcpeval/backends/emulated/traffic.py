@@ -352,7 +352,7 @@ def drive(flows: list[FlowProc], topo: topology.Topology, delayer, t0: float, pl
                 f"at {now - t0:.2f} s{early}")
         for f in flows:
             check_socket_cc(f, topo, now, ss_first_look_s)
-        if stopped_at is None and (watch and watch.due(now - t0) and watch.check(now - t0)
+        if stopped_at is None and (watch and watch.due(now - t0) and watch.check(t0)
                                    or doomed and doomed.due(now - t0) and doomed.check(now - t0)):
             stopped_at = now - t0
             if doomed and doomed.ended_s is not None:   # not a precision stop while doomed waits
