@@ -78,11 +78,16 @@ class RunPlan:
 # against real runs (docs/precision.md, "What the plan expects"):
 # - the rule decides every DECIDE_EVERY_S and its batches need two decisions' samples: no
 #   stop before 4 virtual s (every drop-0 run of the 0.2-ms slice stopped at 4.1 s);
+# - without random loss it also waits for a sample after its warm-up cut that met the link
+#   (precision.decide's link_met) and, where a finding asks its mean for +-1.25 %, for that:
+#   the 24 drop-0 cells of 2026-12-06 stopped at 4.1-16.1 virtual s, 6.1 in the median, so
+#   such a run is planned at LOSSLESS_STOP_S;
 # - it waits for min_loss_events, at the Mathis rate or the link's ceiling if lower;
 # - where loss, not the link, sets the rate, the estimates need about PRECISION_EVENTS loss
 #   events for +-5 % (the run-length model's rule of thumb for Reno, CUBIC and H-TCP;
 #   the high-speed variants need more, but lose more often at the same p).
 STOP_FLOOR_S = 2 * precision.DECIDE_EVERY_S
+LOSSLESS_STOP_S = 3 * precision.DECIDE_EVERY_S
 PRECISION_EVENTS = 500
 
 
@@ -93,7 +98,9 @@ def expected_traffic_s(cond) -> float:
     rule = cond.stop
     if rule is None:
         return float(cond.duration_s)
-    if cond.drop <= 0 or cond.rate_bps is None:
+    if cond.drop <= 0:
+        needed = LOSSLESS_STOP_S
+    elif cond.rate_bps is None:
         needed = 0.0
     else:
         per_s = mathis.loss_events_per_s(cond.rtt_ms, cond.drop, cond.rate_bps)
