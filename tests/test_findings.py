@@ -110,21 +110,21 @@ def test_the_findings_runs_stop_when_precise_within_their_loss_event_length(desi
 def test_a_findings_ask_never_loosens_a_mean_target_the_design_sets_tighter(design):
     tight = copy.deepcopy(design)
     stop = tight["campaigns"]["findings"]["criteria"]["responsiveness"]["stop"]
-    tight["campaigns"]["findings"]["criteria"]["responsiveness"]["stop"] = {**stop, "mean_half_width": 0.01}
+    tight["campaigns"]["findings"]["criteria"]["responsiveness"]["stop"] = {**stop, "mean_half_width": 0.004}
     runs = [r for r in spec.expand(tight, "findings") if r.criterion == "responsiveness"]
-    assert {r.stop.mean_half_width for r in runs} == {0.01}   # 0.01 < the within check's 0.0125
+    assert {r.stop.mean_half_width for r in runs} == {0.004}   # 0.004 < the within check's 0.005
 
 
-def test_a_within_check_asks_its_cells_for_a_quarter_of_its_tolerance_and_the_tightest_ask_wins():
+def test_a_within_check_asks_its_cells_for_a_tenth_of_its_tolerance_and_the_tightest_ask_wins():
     within = {"id": "w", "check": {"type": "within", "tolerance": 0.05, "where": {"drop": 0}}}
     tighter = {"id": "t", "check": {"type": "within", "tolerance": 0.02, "where": {"variant": "bic"}}}
     ranking = {"id": "r", "check": {"type": "best", "expect": "bic", "where": {}}}
-    assert findings.precision_needed(CELL, [within]) == pytest.approx(0.0125)
-    assert findings.precision_needed(CELL, [within, tighter, ranking]) == pytest.approx(0.005)
+    assert findings.precision_needed(CELL, [within]) == pytest.approx(0.005)
+    assert findings.precision_needed(CELL, [within, tighter, ranking]) == pytest.approx(0.002)
     assert findings.precision_needed({**CELL, "drop": 1e-4}, [within, ranking]) is None   # not its cell
     assert findings.precision_needed(CELL, [ranking]) is None                             # no precision of its own
-    # decided for a gap up to half the tolerance: two quarter-intervals on it reach the tolerance
-    assert 0.025 + 2 * 0.05 * findings.WITHIN_PRECISION_SHARE == pytest.approx(0.05)
+    # decided for a gap up to 80 % of the tolerance: two tenth-intervals on it reach the tolerance
+    assert 0.04 + 2 * 0.05 * findings.WITHIN_PRECISION_SHARE == pytest.approx(0.05)
 
 
 def test_the_findings_campaign_runs_one_repetition_first_and_the_others_on_demand(design):

@@ -79,7 +79,7 @@ class RunPlan:
 # - the rule decides every DECIDE_EVERY_S and its batches need two decisions' samples: no
 #   stop before 4 virtual s (every drop-0 run of the 0.2-ms slice stopped at 4.1 s);
 # - without random loss it also waits for a sample after its warm-up cut that met the link
-#   (precision.decide's link_met) and, where a finding asks its mean for +-1.25 %, for that:
+#   (precision.decide's link_met) and, where a finding asks its mean for more (+-0.5 % at drop 0), for that:
 #   the 24 drop-0 cells of 2026-12-06 stopped at 4.1-16.1 virtual s, 6.1 in the median, so
 #   such a run is planned at LOSSLESS_STOP_S;
 # - it waits for min_loss_events, at the Mathis rate or the link's ceiling if lower;
