@@ -1,6 +1,7 @@
 """Trace -> per-run Parquet -> gathered tables: errors name the run, gather is incremental."""
 import copy
 import json
+import math
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -353,6 +354,32 @@ def test_a_precision_driven_run_reports_the_interval_its_rule_stopped_on_not_ipe
     assert old["steady_from"] == extract.FROM_IPERF3
     assert old["mean_bps"] == pytest.approx(row["mean_bps"], rel=0.01)
     assert old["mean_hw_bps"] > 3 * row["mean_hw_bps"]
+
+
+def test_a_run_its_cap_stopped_on_a_window_still_growing_has_a_mean_but_no_interval(design):
+    from tcpeval.analysis import synthetic
+    cond = next(c for c in synthetic.campaign_conditions(design, "smoke", "emulated", duration_s=20.0)
+                if c.criterion == "responsiveness")
+    record, _ = _watched_record(cond)
+    prec = record["measured"]["precision"]
+    # Reno's congestion avoidance after a slow start that left it at half the path (12.2 ms,
+    # drop 0): the rate climbs all run long, a little noise on it
+    t = np.asarray(prec["series"]["t_s"])
+    rng = np.random.default_rng(5)
+    rates = np.linspace(0.6e9, 0.7e9, len(t)) * (1 + 0.002 * rng.standard_normal(len(t)))
+    got = np.cumsum(rates * np.diff(t, prepend=0) / 8)
+    prec["series"]["bytes"] = [int(b) for b in got]
+    prec["rule"] = {**prec["rule"], "check_independence": True, "mean_half_width": 0.005}
+    prec.update(stopped_early=False, precision_reached=False)
+    row, _, _ = extract.summarise(record)
+    assert row["steady_from"] == extract.FROM_RULE_SERIES_UNSTEADY
+    assert 0.6e9 < row["mean_bps"] < 0.7e9
+    assert math.isnan(row["mean_hw_bps"]) and all(math.isnan(row[f"q{q}_hw_bps"]) for q in (25, 50, 75))
+    # the same series steady (noise alone) keeps its interval
+    prec["series"]["bytes"] = [int(b) for b in np.cumsum(0.65e9 * (1 + 0.002 * rng.standard_normal(len(t)))
+                                                        * np.diff(t, prepend=0) / 8)]
+    steady, _, _ = extract.summarise(record)
+    assert steady["steady_from"] == extract.FROM_RULE_SERIES and steady["mean_hw_bps"] < 0.01 * steady["mean_bps"]
 
 
 def test_a_dilated_runs_rule_series_is_read_in_the_virtual_paths_units(design):

@@ -361,6 +361,26 @@ def test_a_cell_of_one_run_takes_its_own_quartile_intervals_where_the_run_has_th
     assert cell["q50_frac_hw"].iloc[0] == pytest.approx(0.04, rel=1e-3)   # 0.38 of 9.5 Gbit/s of payload
 
 
+def test_a_two_flow_finding_over_runs_shorter_than_ten_sawtooth_cycles_says_its_horizon():
+    from tcpeval.analysis.tables import Dataset
+    # a Reno pair's cycle, by hand: 9.5 Gbit/s of payload x 12.2 ms / 8 / 1460 B = 9,923
+    # segments, as many RTTs of 1.5 x 12.2 ms: 181.6 s; at 0.2 ms 163 x 0.3 ms = 49 ms
+    assert C.reno_pair_cycle_s(12.2, 9.5e9 / C.payload_ceiling_bps(1.0)) == pytest.approx(181.6, abs=0.1)
+    assert C.reno_pair_cycle_s(0.2, 9.5e9 / C.payload_ceiling_bps(1.0)) == pytest.approx(0.0488, abs=1e-4)
+    claim = {**_claim({"type": "at_least", "metric": "jain", "threshold": 0.96, "where": {"criterion": "fairness"}}),
+             "id": "fair"}
+    for rtt_ms, note in ((12.2, "a 60-s run holds 0.33 of a Reno pair's 3.0-min sawtooth cycle at 12.2\\,ms "
+                                "(15\\,min: 5)"), (0.2, None)):
+        runs = _two_flow_runs(background_loss=2.2e-8).assign(rtt_ms=rtt_ms, duration_s=60.0)
+        ds = Dataset(runs=runs, flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False)
+        (verdict,) = C.check_all([claim], ds)
+        assert verdict.verdict == C.HOLDS
+        assert (note in verdict.ours) if note else ("horizon" not in verdict.ours), verdict.ours
+    # a finding on one flow's mean has no such horizon
+    mean_claim = {**claim, "check": {**claim["check"], "metric": "mean_gbps", "threshold": 1.0}}
+    assert C.horizon_note(mean_claim, C.cells(ds)) == ""
+
+
 def _dataset(values_by_variant):
     from tcpeval.analysis.tables import Dataset
     return Dataset(runs=_runs(values_by_variant), flows=pd.DataFrame(), expected=pd.DataFrame(),

@@ -183,6 +183,7 @@ def _quantile_half_widths(rates: np.ndarray) -> list[float]:
 
 # where a run's steady-state mean and quartiles come from (runs table `steady_from`)
 FROM_RULE_SERIES = "receiver socket (the rule's samples)"
+FROM_RULE_SERIES_UNSTEADY = "receiver socket (the rule's samples; not steady at its cap: no interval)"
 FROM_IPERF3 = "iperf3 intervals"
 
 
@@ -215,10 +216,19 @@ def rule_steady_state(prec: dict | None) -> dict | None:
     if steady.mean.note:
         return None
     quartiles = [steady.quantiles[q] for q in M.EFFICIENCY_QUANTILES]
-    return {"mean_bps": steady.mean.estimate, "mean_hw_bps": _finite_or_nan(steady.mean.half_width),
+    # A run its cap stopped while the rule would still have held it back for a series not
+    # yet steady (MSER-5's cut at the end of its search, or batch means that correlate) has
+    # a mean but no interval: batch means of a moving series understate its error (Reno at
+    # 12.2 ms, drop 0, its window still growing at its 30-s cap: +-1.3 % on batch means of
+    # von Neumann 0.98, 5.6 Gbit/s where the link's 9.5 was still to come).
+    independence = precision.batch_means_independence(steady.retained, rule.batches) \
+        if rule.check_independence else None
+    unsteady = steady.cut_at_limit or (independence is not None and not independence.passed)
+    hw = (lambda interval: math.nan) if unsteady else (lambda interval: _finite_or_nan(interval.half_width))
+    return {"mean_bps": steady.mean.estimate, "mean_hw_bps": hw(steady.mean),
             **{f"q{round(100 * q)}_bps": i.estimate for q, i in zip(M.EFFICIENCY_QUANTILES, quartiles)},
-            **{f"q{round(100 * q)}_hw_bps": _finite_or_nan(i.half_width)
-               for q, i in zip(M.EFFICIENCY_QUANTILES, quartiles)}}
+            **{f"q{round(100 * q)}_hw_bps": hw(i) for q, i in zip(M.EFFICIENCY_QUANTILES, quartiles)},
+            "steady_from": FROM_RULE_SERIES_UNSTEADY if unsteady else FROM_RULE_SERIES}
 
 
 def _wall_s(record: dict) -> float:
@@ -431,7 +441,7 @@ def summarise(record: dict, trace_path: str = "", lam: float = M.DEFAULT_LAMBDA,
     from_rule = rule_steady_state(prec)
     row["steady_from"] = FROM_IPERF3
     if from_rule is not None:
-        row.update(from_rule, steady_from=FROM_RULE_SERIES)
+        row.update(from_rule)
     ceiling = row["payload_ceiling_bps"]
     row["utilisation_frac"] = row["utilisation_bps"] / ceiling if multi and ceiling == ceiling else math.nan
     row["mean_frac"] = row["mean_bps"] / ceiling if ceiling == ceiling else math.nan

@@ -80,14 +80,14 @@ class RunPlan:
 #   stop before 4 virtual s (every drop-0 run of the 0.2-ms slice stopped at 4.1 s);
 # - without random loss it also waits for a sample after its warm-up cut that met the link
 #   (precision.decide's link_met) and, where a finding asks its mean for more (+-0.5 % at drop 0), for that:
-#   the 24 drop-0 cells of 2026-12-06 stopped at 4.1-16.1 virtual s, 6.1 in the median, so
-#   such a run is planned at LOSSLESS_STOP_S;
+#   the 24 drop-0 cells of 2026-12-06 (afternoon) ran 6.1-30 virtual s, 13.5 in the mean (six
+#   at their 30-s cap), so such a run is planned at LOSSLESS_STOP_S (a mean: the plan sums);
 # - it waits for min_loss_events, at the Mathis rate or the link's ceiling if lower;
 # - where loss, not the link, sets the rate, the estimates need about PRECISION_EVENTS loss
 #   events for +-5 % (the run-length model's rule of thumb for Reno, CUBIC and H-TCP;
 #   the high-speed variants need more, but lose more often at the same p).
 STOP_FLOOR_S = 2 * precision.DECIDE_EVERY_S
-LOSSLESS_STOP_S = 3 * precision.DECIDE_EVERY_S
+LOSSLESS_STOP_S = 7 * precision.DECIDE_EVERY_S
 PRECISION_EVENTS = 500
 
 
