@@ -838,3 +838,15 @@ def test_a_rival_ahead_decides_a_ranking_alone_and_the_named_variant_ahead_asks_
     verdict, asked = judged({"bic": 6.80, "scalable": 2.32})
     assert verdict.verdict == C.UNDECIDED and len(verdict.absent) == 4
     assert asked == {("reno", 1), ("highspeed", 1), ("htcp", 1), ("cubic", 1)}
+
+
+def test_a_within_checks_text_gives_each_group_where_it_stands_and_the_cells_without_an_interval():
+    within = _claim({"type": "within", "metric": "mean_gbps", "tolerance": 0.05, "per": ["rtt_ms"],
+                     "where": {"criterion": "responsiveness"}})
+    close = _cell_rows({"bic": (9.5, 0.01), "reno": (9.44, 0.04)}).assign(rtt_ms=6.2)
+    blind = _cell_rows({"bic": (9.5, 0.001), "reno": (5.62, float("inf"))}).assign(rtt_ms=12.2)
+    verdict, text = C.evaluate(within, pd.concat([close, blind], ignore_index=True))
+    assert verdict == C.UNDECIDED       # Reno at 12.2 ms has a mean and no interval
+    assert "6.2\\,ms: 0.6\\,\\% within" in text
+    assert "12.2\\,ms: 40.8\\,\\% open, Reno without an interval" in text
+    assert C.evaluate(within, close)[1] == "1 group(s); largest gap 0.6\\,\\%"   # one group decided: no more said

@@ -46,6 +46,7 @@ reproduced (the model agrees with the paper: look for an emulator or port fault)
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from statistics import NormalDist
@@ -487,6 +488,21 @@ def _spread_passes(ests: list[Estimate], tol: float) -> bool | None:
     return True if gap_hi <= tol else False if gap_lo > tol else None
 
 
+def _within_group_text(check: dict, g: pd.DataFrame, ests: list[Estimate], gap_rel: float,
+                       passed: bool | None) -> str:
+    """One group of a within check: its `per` values, its gap and where it stands, and the
+    cells without an interval that keep an open group open."""
+    first = g.iloc[0]
+    label = " ".join(f"{first[k]:g}\\,ms" if k == "rtt_ms" else f"{k} {first[k]}" for k in check.get("per", []))
+    state = "within" if passed else "beyond" if passed is False else "open"
+    text = f"{label + ': ' if label else ''}{100 * gap_rel:.1f}\\,\\% {state}"
+    blind = [str(T.pairing_label(r["variant"], r["second"] or None))
+             for (_, r), e in zip(g.iterrows(), ests) if not math.isfinite(e.hw)]
+    if passed is None and blind:
+        text += f", {', '.join(blind)} without an interval"
+    return text
+
+
 def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str, str]:
     """(verdict, what the cells show); an undecided verdict's text says how many
     repetitions would decide it unless ``reps_note`` is off (the model has no repetitions)."""
@@ -576,7 +592,7 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
         groups = [g for g in _groups(check, sel) if g["variant"].nunique() >= int(check.get("min_variants", 2))]
         if not groups:
             return NODATA, "fewer than two variants per group"
-        worst_rel, passed, needs = 0.0, [], []
+        worst_rel, passed, needs, shown = 0.0, [], [], []
         for g in groups:
             ests = _estimates(g, metric)
             top = max(e.value for e in ests)
@@ -588,9 +604,11 @@ def evaluate(claim: dict, df: pd.DataFrame, reps_note: bool = True) -> tuple[str
                 # the spread test puts two intervals on the gap: each must shrink to half
                 # of what lies between the gap and the tolerance
                 needs += [_reps(abs(tol * top - gap) / 2, e, int(n)) for e, n in zip(ests, g["n"])]
+            shown.append(_within_group_text(check, g, ests, gap / top if top > 0 else 0.0, passed[-1]))
         verdict = _decide(passed)
         note = _reps_note(needs) if verdict == UNDECIDED and reps_note else ""
-        return verdict, f"{len(groups)} group(s); largest gap {100 * worst_rel:.1f}\\,\\%{note}"
+        return verdict, (f"{len(groups)} group(s); largest gap {100 * worst_rel:.1f}\\,\\%"
+                         + (f" ({'; '.join(shown)})" if len(groups) > 1 or passed[0] is None else "") + note)
     raise ClaimError(f"claim {claim['id']}: unknown check type {kind!r}")
 
 
