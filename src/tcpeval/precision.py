@@ -573,13 +573,20 @@ class Decision:
 @dataclass(frozen=True)
 class SteadyState:
     """A series' steady state as a rule sees it: MSER-5's cut (an index), whether it fell
-    at the end of its search, the samples after it, and the intervals of their mean and
-    of the rule's quantiles."""
+    at the end of its search, the samples after it, the intervals of their mean and of the
+    rule's quantiles, and (where the rule checks it) the batch means' independence."""
     cut: int
     cut_at_limit: bool
     retained: np.ndarray
     mean: Interval
     quantiles: dict[float, Interval]
+    independence: Independence | None
+
+    @property
+    def settled(self) -> bool:
+        """Whether the series looks steady: MSER-5's cut inside its search, and batch means
+        that do not correlate (where checked). A rule holds a run back until it is."""
+        return not self.cut_at_limit and (self.independence is None or self.independence.passed)
 
 
 def steady_state(rule: StopRule, throughput_bps) -> SteadyState:
@@ -590,7 +597,8 @@ def steady_state(rule: StopRule, throughput_bps) -> SteadyState:
     cut, cut_at_limit = _mser5(series)
     retained = series[cut:]
     return SteadyState(cut, cut_at_limit, retained, batch_means(retained, rule.batches, rule.confidence),
-                       quantile_intervals(retained, rule.quantiles, rule.batches, rule.confidence))
+                       quantile_intervals(retained, rule.quantiles, rule.batches, rule.confidence),
+                       batch_means_independence(retained, rule.batches) if rule.check_independence else None)
 
 
 def decide(rule: StopRule, t_s, throughput_bps, loss_events: int,
@@ -628,8 +636,7 @@ def decide(rule: StopRule, t_s, throughput_bps, loss_events: int,
     steady = steady_state(rule, series)
     cut, cut_at_limit, mean, quantiles = steady.cut, steady.cut_at_limit, steady.mean, steady.quantiles
     cut_s = float(times[cut - 1]) if cut > 0 else 0.0
-    independence = (batch_means_independence(steady.retained, rule.batches)
-                    if rule.check_independence else None)
+    independence = steady.independence
 
     named = [("mean", mean), *((_quantile_label(q), i) for q, i in quantiles.items())]
     imprecise = [f"{name} half-width {_percent(interval.relative_half_width)} > {rule.target(name) * 100:g} %"

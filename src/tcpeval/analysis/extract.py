@@ -170,6 +170,10 @@ def link_late_share(record: dict, k: int) -> float:
     return sum(n for b, n in hist.items() if int(b) >= limit_us) / total if total else math.nan
 
 
+def _finite_or_nan(value: float) -> float:
+    return float(value) if math.isfinite(value) else math.nan
+
+
 def _quantile_half_widths(rates: np.ndarray) -> list[float]:
     """The 95 % half-widths of the run's interval-throughput quartiles, from its own
     samples (batched quantiles, WITHIN_RUN_BATCHES batches; NaN with too few)."""
@@ -177,18 +181,13 @@ def _quantile_half_widths(rates: np.ndarray) -> list[float]:
     if finite.size == 0:
         return [math.nan] * len(M.EFFICIENCY_QUANTILES)
     found = precision.quantile_intervals(finite, M.EFFICIENCY_QUANTILES, batches=WITHIN_RUN_BATCHES)
-    return [float(found[q].half_width) if math.isfinite(found[q].half_width) else math.nan
-            for q in M.EFFICIENCY_QUANTILES]
+    return [_finite_or_nan(found[q].half_width) for q in M.EFFICIENCY_QUANTILES]
 
 
 # where a run's steady-state mean and quartiles come from (runs table `steady_from`)
 FROM_RULE_SERIES = "receiver socket (the rule's samples)"
 FROM_RULE_SERIES_UNSTEADY = "receiver socket (the rule's samples; not steady at its cap: no interval)"
 FROM_IPERF3 = "iperf3 intervals"
-
-
-def _finite_or_nan(value: float) -> float:
-    return float(value) if math.isfinite(value) else math.nan
 
 
 def rule_steady_state(prec: dict | None) -> dict | None:
@@ -217,18 +216,17 @@ def rule_steady_state(prec: dict | None) -> dict | None:
         return None
     quartiles = [steady.quantiles[q] for q in M.EFFICIENCY_QUANTILES]
     # A run its cap stopped while the rule would still have held it back for a series not
-    # yet steady (MSER-5's cut at the end of its search, or batch means that correlate) has
-    # a mean but no interval: batch means of a moving series understate its error (Reno at
-    # 12.2 ms, drop 0, its window still growing at its 30-s cap: +-1.3 % on batch means of
-    # von Neumann 0.98, 5.6 Gbit/s where the link's 9.5 was still to come).
-    independence = precision.batch_means_independence(steady.retained, rule.batches) \
-        if rule.check_independence else None
-    unsteady = steady.cut_at_limit or (independence is not None and not independence.passed)
-    hw = (lambda interval: math.nan) if unsteady else (lambda interval: _finite_or_nan(interval.half_width))
+    # yet steady (precision.SteadyState.settled) has a mean but no interval: batch means of
+    # a moving series understate its error (Reno at 12.2 ms, drop 0, its window still
+    # growing at its 30-s cap: +-1.3 % on batch means of von Neumann 0.98, 5.6 Gbit/s where
+    # the link's 9.5 was still to come).
+
+    def hw(interval: precision.Interval) -> float:
+        return _finite_or_nan(interval.half_width) if steady.settled else math.nan
     return {"mean_bps": steady.mean.estimate, "mean_hw_bps": hw(steady.mean),
             **{f"q{round(100 * q)}_bps": i.estimate for q, i in zip(M.EFFICIENCY_QUANTILES, quartiles)},
             **{f"q{round(100 * q)}_hw_bps": hw(i) for q, i in zip(M.EFFICIENCY_QUANTILES, quartiles)},
-            "steady_from": FROM_RULE_SERIES_UNSTEADY if unsteady else FROM_RULE_SERIES}
+            "steady_from": FROM_RULE_SERIES if steady.settled else FROM_RULE_SERIES_UNSTEADY}
 
 
 def _wall_s(record: dict) -> float:
@@ -245,7 +243,7 @@ def within_run_half_width(rates: np.ndarray) -> float:
     (batch means, WITHIN_RUN_BATCHES batches; tcpeval.precision): what the claims use for
     a cell of one run. NaN when the run has too few intervals."""
     hw = precision.batch_means(rates, batches=WITHIN_RUN_BATCHES).half_width if len(rates) else math.inf
-    return float(hw) if math.isfinite(hw) else math.nan
+    return _finite_or_nan(hw)
 
 
 def spread_half_width(distances: np.ndarray) -> float:
