@@ -146,13 +146,14 @@ def test_a_precision_driven_run_is_planned_at_the_length_its_rule_is_expected_to
     # +-0.5 % a within finding asks, as the 24 drop-0 cells of 2026-12-06 took in the mean
     # (13.5 virtual s; six at their 30-s cap), not the first decision (4 s)
     assert planning.expected_traffic_s(_findings_run(design, 0.2, 0.0)) == 14
-    # 1e-5 at 0.2 ms: link-limited (Mathis 16 Gbps), 8.13 losses/s; 100 events by 12.3 s
-    assert planning.expected_traffic_s(_findings_run(design, 0.2, 1e-5)) == 14
+    # 1e-5 and 1e-7 at 0.2 ms: link-limited (Mathis 16 and 160 Gbps); the rule asks them no
+    # loss events (1e-7 drops one every 12 s), so they are planned as a lossless run, and
+    # last up to the rule's 300 s (link_bound: max_s)
+    for drop in (1e-5, 1e-7):
+        run = _findings_run(design, 0.2, drop)
+        assert run.duration_s == 300 and planning.expected_traffic_s(run) == 14
     # 1e-4 at 0.2 ms: loss-limited (Mathis 5.06 Gbps, 43.3 losses/s); 500 events by 11.5 s
     assert planning.expected_traffic_s(_findings_run(design, 0.2, 1e-4)) == 12
-    # 1e-7 at 0.2 ms: 0.08 losses/s would take 20 min for 100 events: its whole 30 s
-    run = _findings_run(design, 0.2, 1e-7)
-    assert run.duration_s == 30 and planning.expected_traffic_s(run) == 30
     # 1e-2 at 6.2 ms: 14.0 losses/s, 500 events by 35.8 s, the length the run was given
     run = _findings_run(design, 6.2, 1e-2)
     assert run.duration_s == 36 and planning.expected_traffic_s(run) == 36

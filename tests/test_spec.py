@@ -237,6 +237,30 @@ def test_a_loss_event_rule_runs_its_minimum_without_loss_and_stops_at_its_maximu
     assert spec.point_duration(None, {"duration_s": 20}, 6.2, 1e-4) == 20
 
 
+def test_a_link_bound_point_may_run_to_the_maximum_where_a_stopping_rule_ends_it(design):
+    rule = {"events": 500, "link_bps": 9.5e9, "min_s": 30, "max_s": 300, "link_bound": "max_s"}
+    # where the link, not loss, limits the flow: no loss, or loss too rare to matter
+    assert spec.point_duration(rule, {}, 12.2, 0.0) == 300
+    assert spec.point_duration(rule, {}, 0.2, 1e-5) == 300
+    # where loss sets the rate the loss events decide, as before
+    assert spec.point_duration(rule, {}, 0.2, 1e-2) == spec.point_duration({**rule, "link_bound": "min_s"}, {},
+                                                                           0.2, 1e-2)
+    # the findings' link-bound cells: up to 300 s, stopped by the precision rule, which
+    # asks them no loss events (0.2 ms at 1e-7 drops a packet every 12 s); where loss sets
+    # the rate the floor stays
+    single = [r for r in spec.expand(design, "findings") if len(r.flows) == 1]
+    bound = [r for r in single if r.drop == 0 or (r.rtt_ms == 0.2 and r.drop <= 1e-5)]
+    assert {r.drop for r in bound} == {0, 1e-7, 1e-6, 1e-5}
+    assert {r.duration_s for r in bound} == {300} and {r.stop.min_loss_events for r in bound} == {0}
+    lossy = [r for r in single if r.drop >= 1e-3]
+    assert lossy and {r.stop.min_loss_events for r in lossy} == {100}
+    # without a stopping rule a link-bound run would last the maximum: refused, by name
+    design["campaigns"]["findings-low-loss"]["criteria"]["responsiveness"].pop("stop")
+    with pytest.raises(spec.SpecError, match=r"campaigns/findings-low-loss/criteria/responsiveness/"
+                                             r"duration_for_loss_events/link_bound: max_s needs"):
+        spec.validate_design(design)
+
+
 # --------------------------------------------------------------------- time dilation
 def test_the_paper_campaign_asks_for_the_papers_rate_and_lets_dilation_choose(design):
     runs = spec.expand(design, "paper")

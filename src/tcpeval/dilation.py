@@ -99,6 +99,49 @@ def choose(setting, rate_bps: float | None, faithful_bps) -> int:
         f"host (it carries {at(MAX_FACTOR) / 1e9:.3g} Gbps faithfully at that factor's path)")
 
 
+# The stall floor (stall_floor): a factor is taken where the host's stalls of that many
+# physical round trips come at most STALL_FLOOR_SHARE of the verdict's limit a virtual
+# second -- headroom -- in the host's usual state: the calibration's runs, less the worst
+# of them up to SPELL_SHARE of its time. A VM's long stalls come in spells (the calibration
+# of 2026-12-06: 16 of 221 stalls were 16.5-100 ms, in a few runs; the rest ~3.3 and
+# ~6.55 ms), and a floor set by a spell would put every 0.2-ms run at x46; a run that meets
+# one is the verdict's to flag, and is run again.
+STALL_FLOOR_SHARE = 0.5
+SPELL_SHARE = 0.1
+
+
+def stall_floor(host_stalls: dict | None, rtt_ms: float, *, round_trips: float,
+                verdict_per_virtual_s: float) -> dict | None:
+    """The least factor k at which the host's stalls, as its calibration met them
+    (``host_stalls``: by_run, each run's [watched s, [stall lengths ms]]), keep a run at
+    ``rtt_ms`` (virtual) clear of the verdict's stall check: stalls of ``round_trips``
+    physical round trips (k x rtt_ms) or more at most STALL_FLOOR_SHARE x
+    ``verdict_per_virtual_s`` a virtual second (k times as many as a wall second), counted
+    over the runs left when those with the most such stalls, up to SPELL_SHARE of the
+    watched time, are set aside. None without such a record (no floor)."""
+    runs = (host_stalls or {}).get("by_run") or []
+    total_s = sum(s for s, _ in runs)
+    if not total_s or rtt_ms <= 0:
+        return None
+    limit = STALL_FLOOR_SHARE * verdict_per_virtual_s
+    for k in range(1, MAX_FACTOR + 1):
+        longer_ms = round_trips * k * rtt_ms
+        counts = sorted(((sum(ms >= longer_ms for ms in lengths), s) for s, lengths in runs),
+                        key=lambda c: c[0] / c[1] if c[1] else 0.0, reverse=True)
+        set_aside_s, kept_n, kept_s = 0.0, 0, 0.0
+        for n, s in counts:
+            if n and set_aside_s + s <= SPELL_SHARE * total_s:
+                set_aside_s += s
+                continue
+            kept_n, kept_s = kept_n + n, kept_s + s
+        per_s = k * kept_n / kept_s if kept_s else 0.0
+        if per_s <= limit or k == MAX_FACTOR:
+            return {"factor": k, "stalls_from_ms": round(longer_ms, 3), "per_virtual_s": per_s,
+                    "limit_per_virtual_s": limit, "calibrated_over_s": total_s,
+                    "set_aside_s": set_aside_s, "runs": len(runs)}
+    return None
+
+
 def factor_for(condition, rate_bps: float | None, faithful_bps) -> int:
     """The factor a condition runs with (``choose``); a flow of the host kernel's own
     algorithm cannot be slowed, so a condition that needs k > 1 with one is refused."""

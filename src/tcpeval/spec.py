@@ -241,6 +241,9 @@ def _cross_field_problems(design: dict) -> list[str]:
         if rule and crit and 0 in crit["grid"]["drop"] and not rule.get("min_s"):
             problems.append(f"{where}/duration_for_loss_events: the grid has drop 0, where no loss event "
                             "occurs; give such a criterion a duration_s or the rule a min_s")
+        if rule and rule.get("link_bound") == "max_s" and not (rule.get("max_s") and layer.get("stop")):
+            problems.append(f"{where}/duration_for_loss_events/link_bound: max_s needs the rule's max_s and a "
+                            f"stopping rule (stop) beside it; without one a link-bound run would last max_s")
         if layer.get("stop"):
             try:
                 StopRule.from_design(layer["stop"], f"{where}/stop")
@@ -484,12 +487,15 @@ def loss_event_rule(design: dict, campaign: str, criterion: str) -> dict | None:
 
 def point_duration(rule: dict | None, settings: dict, rtt_ms: float, drop: float) -> float:
     """A grid point's run length: the loss-event rule where there is one (enough traffic
-    for N expected loss events, tcpeval.mathis, within [min_s, max_s]; min_s where the
-    link, not loss, limits the flow), else the settings' duration."""
+    for N expected loss events, tcpeval.mathis, within [min_s, max_s]; where the link, not
+    loss, limits the flow, min_s, or max_s with link_bound: max_s -- a precision-driven
+    run's longest), else the settings' duration."""
     if not rule:
         return float(settings["duration_s"])
     needed = needed_duration(rule, rtt_ms, drop)
-    return float(rule["min_s"]) if needed is None else min(needed, float(rule.get("max_s", math.inf)))
+    if needed is None:
+        return float(rule[rule.get("link_bound", "min_s")])
+    return min(needed, float(rule.get("max_s", math.inf)))
 
 
 def needed_duration(rule: dict | None, rtt_ms: float, drop: float) -> float | None:
@@ -666,13 +672,18 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
                 continue  # a cell no finding reads
             point_stop = None
             if stop:
-                # no loss events where nothing is dropped: the floor is for lossy points;
-                # a finding that needs its cells' means more precise than the rule does asks so
+                # no loss events where nothing is dropped: the floor is for points loss
+                # limits (where the loss-event rule says the link does -- 0.2 ms up to 1e-5
+                # -- a drop every few seconds leaves the flow at the link: 1e-7 ran its 30 s
+                # with none); a finding that needs its cells' means more precise than the
+                # rule does asks so
+                loss_limited = (needed_duration(rule, float(point["rtt_ms"]), float(point["drop"])) is not None
+                                if rule else bool(point["drop"]))
                 asked = findings.precision_needed(cell, claims)
                 tighter = asked is not None and asked < stop.target("mean")
                 point_stop = dataclasses.replace(stop, max_s=duration,
                                                  min_s=min(stop.min_s, duration) if stop.min_s else None,
-                                                 min_loss_events=stop.min_loss_events if point["drop"] else 0,
+                                                 min_loss_events=stop.min_loss_events if loss_limited else 0,
                                                  mean_half_width=asked if tighter else stop.mean_half_width)
             for flow in flows:
                 if declared is not None and flow.protocol != "udp" and flow.variant not in declared:

@@ -72,6 +72,14 @@ Tolerances (documented in the trace under fidelity.tolerances):
   (RTT_TOL_ABS_MS, LATE_MAX_MS, LATE_HARD_MS) apply multiplied by k: a frame 24 ms late on
   a path slowed 48-fold is 0.5 ms late on the path it stands for. Rates, windows in bytes,
   shares and counts need no conversion (rate x RTT and the packets are the virtual ones).
+- host stalls: the link engine lists every stall of its vCPU (tevdelay.c). A stall of
+  STALL_ROUND_TRIPS or more of the physical path's round trips holds several windows'
+  worth of frames and lets their ACKs through at once: a burst the one-BDP buffer does
+  not take, lost retransmissions and timeouts that a faithful path would not have. At
+  most STALL_RATE_MAX such stalls a virtual second (the lateness checks cannot see them:
+  a 7-ms stall holds ~0.01 % of a run's frames; docs/fidelity.md, "Host stalls weighed
+  against the round trip"). The factor's floor (calibrate.stall_floor) keeps `auto` runs
+  clear of this.
 - congestion-control hooks: the ports' guard (cc/include/cc316.h) counts what the host
   did behind a port's back -- reductions without its ssthresh(), values no stack can
   hold, state changes without its set_state() -- and repairs them at the next hook. It
@@ -132,6 +140,13 @@ LOADED_RTT_MIN_CWND = 16  # segments
 LOADED_RTT_MIN_SAMPLES = 5
 GUARD_MIN_EVENTS = 5
 GUARD_SHARE_MAX = 0.02
+# A host stall this many physical round trips long or longer counts; at most this many of
+# them a virtual second. Reno at 0.2 ms, drop 0 (2026-12-06): x5, whose 1-ms physical path
+# met ~0.7 stalls of 4-8 ms a wall second, read 5 % below x10 and x20 (the host's stalls,
+# ~6.7 ms, are 3.3 and 1.7 of their round trips); a stall cost the x5 run ~0.015 virtual s
+# of delivery, so 0.2 a second keeps that bias under 0.3 %.
+STALL_ROUND_TRIPS = 4
+STALL_RATE_MAX = 0.2
 RECEIVE_WINDOW_CWND_BOUND = 2.0  # a window this many times a loss-bound clamp: the clamp held the flight
 
 
@@ -152,6 +167,7 @@ def tolerances(dilation: int = 1) -> dict:
                         "late_share_max": LATE_SHARE_MAX, "late_hard_ms": LATE_HARD_MS,
                         "late_hard_share_max": LATE_HARD_SHARE_MAX},
         "switch_input": {"dropped_frames": 0},
+        "host_stalls": {"round_trips": STALL_ROUND_TRIPS, "per_virtual_s_max": STALL_RATE_MAX},
         "loaded_rtt": {"bound": "rtt setting + buffer / rate", "rel": LOADED_RTT_REL, "abs_ms": RTT_TOL_ABS_MS,
                        "quantile": LOADED_RTT_QUANTILE, "min_cwnd_segments": LOADED_RTT_MIN_CWND,
                        "min_samples": LOADED_RTT_MIN_SAMPLES,
@@ -177,7 +193,7 @@ def tolerances(dilation: int = 1) -> dict:
 # again (EmulatedBackend attempts); the trace keeps every attempt's findings, and a run
 # that stays flagged through every attempt stays flagged.
 TRANSIENT_CHECKS = frozenset({"delay line", "link", "loaded RTT", "cc", "window", "receiver rate",
-                              "ACK clock", "switch input"})
+                              "ACK clock", "switch input", "host stalls"})
 
 
 class Finding(str):
@@ -603,6 +619,7 @@ def verdict(setting: Setting, path: PathMeasurements, host: HostMeasurements = H
     reasons += _delay_line_reasons(host.delay_stats, k, host.unsent_acks)
     reasons += _link_reasons(host.link_stats, k, (host.delay_stats or {}).get("host_stalls"))
     reasons += [r] if (r := switch_input_check(host.switch_input_drops, host.input_backlog)) else []
+    reasons += [r] if (r := stall_check((host.delay_stats or {}).get("host_stalls"), s.rtt_ms, k)) else []
     rate = s.rate_bps or 0.0
     loaded = path.loaded_rtts or {}
     worst_loaded = max((m["quantile_ms"] for m in loaded.values() if m), default=None)
@@ -620,6 +637,40 @@ def verdict(setting: Setting, path: PathMeasurements, host: HostMeasurements = H
     return {"verdict": "flagged" if reasons else "ok", "reasons": [str(r) for r in reasons],
             "findings": [r.record() for r in reasons],
             "tolerances": tolerances(k), "checks": {"drop": drop_status}}
+
+
+def long_stalls(stalls: dict | None, physical_rtt_ms: float) -> list[float] | None:
+    """The lengths (ms) of the stalls the engine listed that lasted STALL_ROUND_TRIPS or more
+    of the physical path's round trips; None where it listed none (no stall watch, an
+    older engine, the testbed)."""
+    if not stalls or "length_us" not in stalls or not stalls.get("watched_ns") or physical_rtt_ms <= 0:
+        return None
+    return [us / 1e3 for us in stalls["length_us"] if us / 1e3 >= STALL_ROUND_TRIPS * physical_rtt_ms]
+
+
+def stall_check(stalls: dict | None, physical_rtt_ms: float, k: int = 1) -> Finding | None:
+    """Host stalls long against the physical round trip (long_stalls), more than
+    STALL_RATE_MAX a virtual second (the engine's watched time / k). Such a stall holds
+    frames for several round trips and releases their ACKs together; the sender's burst
+    then overflows the buffer (Reno at 0.2 ms, drop 0: 5 % less at x5 than at x10 and
+    x20, docs/fidelity.md). It is the host's doing at this factor, not the setting's:
+    marked host_stall (a calibration's rate is not refused for it), and transient (a
+    spell of stalls passes; the factor's floor is what avoids it)."""
+    long = long_stalls(stalls, physical_rtt_ms)
+    if not long:
+        return None
+    virtual_s = stalls["watched_ns"] / 1e9 / k
+    per_s = len(long) / virtual_s
+    if per_s <= STALL_RATE_MAX:
+        return None
+    unlisted = stalls.get("count", 0) - len(stalls["length_us"])
+    return Finding("host stalls", f"{len(long)} of the link engine's {stalls.get('count', len(long))} host stalls "
+                   f"lasted {STALL_ROUND_TRIPS} or more of the physical path's {physical_rtt_ms:g}-ms round trips "
+                   f"(up to {max(long):.2f} ms), {per_s:.2f} a virtual second (> {STALL_RATE_MAX:g})"
+                   + (f"; {unlisted} more not listed" if unlisted > 0 else "")
+                   + ": each holds several round trips of frames and lets their ACKs through at once, "
+                   "a burst the buffer does not take (a higher factor makes the round trip longer)",
+                   measured=per_s, limit=STALL_RATE_MAX, host_stall=True)
 
 
 def switch_input_check(dropped: int | None, backlog: int | None = None) -> Finding | None:

@@ -81,7 +81,8 @@ class RunPlan:
 # - without random loss it also waits for a sample after its warm-up cut that met the link
 #   (precision.decide's link_met) and, where a finding asks its mean for more (+-0.5 % at drop 0), for that:
 #   the 24 drop-0 cells of 2026-12-06 (afternoon) ran 6.1-30 virtual s, 13.5 in the mean (six
-#   at their 30-s cap), so such a run is planned at LOSSLESS_STOP_S (a mean: the plan sums);
+#   at their 30-s cap), so such a run is planned at LOSSLESS_STOP_S (a mean: the plan sums),
+#   as is one the link limits under rare loss, whose rule asks no loss events (spec.expand);
 # - it waits for min_loss_events, at the Mathis rate or the link's ceiling if lower;
 # - where loss, not the link, sets the rate, the estimates need about PRECISION_EVENTS loss
 #   events for +-5 % (the run-length model's rule of thumb for Reno, CUBIC and H-TCP;
@@ -106,7 +107,10 @@ def expected_traffic_s(cond) -> float:
         per_s = mathis.loss_events_per_s(cond.rtt_ms, cond.drop, cond.rate_bps)
         loss_limited = mathis.throughput_bps(cond.rtt_ms, cond.drop) < payload_ceiling_bps(cond.rate_bps)
         events = max(rule.min_loss_events, PRECISION_EVENTS if loss_limited else 0)
-        needed = events / per_s if per_s > 0 else math.inf
+        if not events:  # the link sets the rate, and the rule asks no loss events: as without loss
+            needed = LOSSLESS_STOP_S
+        else:
+            needed = events / per_s if per_s > 0 else math.inf
     at = max(STOP_FLOOR_S, needed, rule.min_s or 0.0)
     decided = math.ceil(at / precision.DECIDE_EVERY_S) * precision.DECIDE_EVERY_S
     return float(min(cond.duration_s, decided))

@@ -23,6 +23,12 @@ RESEARCH_SHARE of the median of that link's other points, and which was refused 
 transient trouble alone, is searched once more after the rest of the grid, and keeps the
 higher of its two results.
 
+Every run of the calibration also lists the host stalls its link engine saw (their
+lengths, over the time it watched: `host_stalls`). A stall as long as several of the
+physical path's round trips disturbs a run however low its rate (fidelity.stall_check),
+so the shortest factor an `auto` run may take at an RTT is the one whose physical round
+trip makes the host's stalls rare enough (`stall_floor`).
+
 The 3.16 ports then get their own ceiling at each point and mechanism: the host may run
 a port's congestion-control hooks without its BPF program (cc/include/cc316.h, "host-fault
 guard"; one reno316 flow filling the link at 0.2 ms skipped them for 0.2-0.6 % of its data
@@ -78,7 +84,7 @@ DELIVERY = 0.98
 PHYSICAL_RTT_REACH = 8
 GRID_FLOWS = (1, 2)
 MIN_RTTS_PER_RUN = 40   # a calibration run lasts at least this many RTTs
-VERSION = 6  # 6: the ports' ceiling per point and mechanism (ports_rate_bps)
+VERSION = 7  # 6: the ports' ceiling per point and mechanism (ports_rate_bps); 7: host stalls
 # The ports' ceiling: the variant that fills the link (the native search's algorithm, as
 # its 3.16 port), the step down, and the share of skipped hooks a rate may show
 PORTS_VARIANT = "cubic"
@@ -422,6 +428,9 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
     rate_bps=None, link=None)`` performs one run, unshaped without a rate (the caller holds
     the host lock), and returns its record."""
     log = log or (lambda m: None)
+    # read once: the grid and each point's factor come from it, and the design may be
+    # edited during the 20 minutes this takes (a later read failed a whole calibration)
+    design = design if design is not None else load_design()
     key = host_key(build_hashes)
     points = []
     load_before = os.getloadavg()[0]
@@ -438,11 +447,13 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
         except BackendError:
             progress.tick(f"{what}: failed", dur)
             raise
+        add_stalls(stalls, rec)
         # a ports' run is judged by its guard alone (ports_rate logs that), not its verdict
         progress.tick(f"{what}: {'ran' if ports else rec['fidelity']['verdict']}", dur)
         return rec
 
     raw_most = {}  # flows -> the most an unshaped run of that many flows carried so far
+    stalls = {"runs": 0, "watched_s": 0.0, "length_ms": [], "by_run": []}  # every run's host stalls
 
     def search_point(point: dict, link: str, again: bool = False) -> None:
         """The faithful rate of ``link`` at a point, then the ports' ceiling below it; a
@@ -505,6 +516,7 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
     data = {"key": key, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "host_capacity_bps": min(p["throughput_bps"] for p in points),
             "points": points, "links": list(links),
+            "host_stalls": {**stalls, "length_ms": sorted(stalls["length_ms"])},
             "loadavg_before": load_before, "loadavg_after": os.getloadavg()[0],
             "method": " ".join(__doc__.split("\n\n")[1].split())}
     data.update(summary(data, design))
@@ -518,6 +530,29 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
     os.replace(tmp_path, path)
     data["cache_file"] = str(path)
     return data
+
+
+def add_stalls(seen: dict, record: dict) -> None:
+    """Add a run's host stalls (its link engine's list, tevdelay.c) to ``seen``: the
+    totals, and the run's own [watched s, [lengths ms]] (by_run: stalls come in spells,
+    and dilation.stall_floor sets a spell's runs apart)."""
+    listed = ((record.get("measured") or {}).get("delay_line") or {}).get("host_stalls") or {}
+    if "length_us" not in listed or not listed.get("watched_ns"):
+        return
+    lengths = [round(us / 1e3, 3) for us in listed["length_us"]]
+    seen["runs"] += 1
+    seen["watched_s"] += listed["watched_ns"] / 1e9
+    seen["length_ms"] += lengths
+    seen.setdefault("by_run", []).append([round(listed["watched_ns"] / 1e9, 3), lengths])
+
+
+def stall_floor(cal: dict, rtt_ms: float) -> dict | None:
+    """The least factor an `auto` run at ``rtt_ms`` (virtual) may take on this host for its
+    stalls (dilation.stall_floor, against the verdict's stall check: stalls of
+    fidelity.STALL_ROUND_TRIPS physical round trips or more, at most
+    fidelity.STALL_RATE_MAX a virtual second); None without a record of them."""
+    return dilation.stall_floor(cal.get("host_stalls"), rtt_ms, round_trips=fidelity.STALL_ROUND_TRIPS,
+                                verdict_per_virtual_s=fidelity.STALL_RATE_MAX)
 
 
 # ---- the envelope -----------------------------------------------------------------

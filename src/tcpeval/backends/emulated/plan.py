@@ -48,6 +48,9 @@ class Plan:
     flow_stacks: list | None = None  # each flow's endpoints' own sysctls over `stack` (a flow's ecn)
     # factors passed over because this host fell behind their physical path (fell_behind)
     skipped_factors: list = field(default_factory=list)
+    # the least factor the host's stalls allow at this RTT (calibrate.stall_floor), where it
+    # raised an `auto` factor; None where it did not
+    stall_floor: dict | None = None
 
     @property
     def path_buffer_bytes(self) -> int:
@@ -138,10 +141,15 @@ def for_condition(condition, cal: dict, log, at_least: int = 1) -> Plan:
                              "calibrate without $TCPEVAL_LINK")
     try:
         # marks need the engine: TBF has no ECN (and fq_codel/red are not on every kernel)
+        floor = stall_floor_above(cal, condition, rate, link="tevlink" if ecn else None, at_least=at_least)
         k, link, capacity, skipped = factor_on_host(cal, condition, rate, link="tevlink" if ecn else None,
                                                     at_least=at_least)
     except dilation_mod.DilationError as err:
         raise ConditionError(f"condition.{err}") from None
+    if floor:
+        log(f"this host's stalls ({floor['per_virtual_s']:.2g} a virtual second of {floor['stalls_from_ms']:g} ms "
+            f"or more under its calibration at x{floor['factor']}, the physical path's "
+            f"{fidelity.STALL_ROUND_TRIPS} round trips) ask at least x{floor['factor']} at {condition.rtt_ms} ms")
     for s in skipped:
         log(f"this host fell behind at x{s['factor']} on this physical path under its calibration "
             f"({s['run']}, {s['at']}): x{s['factor'] + 1} instead")
@@ -171,7 +179,23 @@ def for_condition(condition, cal: dict, log, at_least: int = 1) -> Plan:
                 carried_bound_bps=carried / k if carried < rate else None,
                 link=link, stop=condition.stop, ecn_threshold_bytes=ecn,
                 flow_queues=[flow_queue(f) for f in flows] if condition.ecn_queues == 2 else None,
-                flow_stacks=flow_stacks(condition), skipped_factors=skipped)
+                flow_stacks=flow_stacks(condition), skipped_factors=skipped, stall_floor=floor)
+
+
+def stall_floor_above(cal: dict, condition, rate: float | None, link: str | None = None,
+                      at_least: int = 1) -> dict | None:
+    """The host's stall floor (calibrate.stall_floor) of an `auto` run with a rate, where it
+    lies above the factor the envelope alone gives (and ``at_least``); else None."""
+    if dilation_mod.parse(condition.dilation) != dilation_mod.AUTO or not rate:
+        return None
+    floor = calibrate.stall_floor(cal, condition.rtt_ms)
+    if not floor or floor["factor"] <= at_least:
+        return None
+    try:
+        k = calibrate.factor_for(cal, condition, rate, link)[0]
+    except dilation_mod.DilationError:
+        return None  # refused as it is; factor_on_host says why
+    return floor if floor["factor"] > k else None
 
 
 def factor_on_host(cal: dict, condition, rate: float | None, link: str | None = None,
@@ -179,8 +203,11 @@ def factor_on_host(cal: dict, condition, rate: float | None, link: str | None = 
     """(factor, link, capacity, skipped) of a condition on this host: the envelope's
     factor (calibrate.factor_for), at least ``at_least`` for an `auto` one, and above each
     factor whose physical path this host fell behind under the calibration
-    (fell_behind.known; ``skipped`` says which, and where that was seen). Runs and
-    `tcpeval plan` choose so alike."""
+    (fell_behind.known; ``skipped`` says which, and where that was seen), and no lower
+    than the host's stalls allow (stall_floor_above). Runs and `tcpeval plan` choose so
+    alike."""
+    floor = stall_floor_above(cal, condition, rate, link, at_least)
+    at_least = floor["factor"] if floor else at_least
     k, link, capacity = calibrate.factor_for(cal, condition, rate, link)
     if at_least > k:  # the same mechanism, a slower physical path
         k, link, capacity = calibrate.factor_for(cal, replace(condition, dilation=at_least), rate, link=link)

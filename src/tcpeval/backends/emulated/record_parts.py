@@ -273,6 +273,8 @@ def dilation_record(condition, plan, endpoint_sysctls: dict, route_rto_min_ms: d
                   {"rate_bps": plan.rate_bps * k if plan.rate_bps else None, "from": "link rate"})
     return {"factor": k, "setting": condition.dilation, "chosen_for": chosen_for,
             "skipped": plan.skipped_factors,
+            # the least factor the host's stalls allowed, where it raised the envelope's
+            **({"stall_floor": plan.stall_floor} if plan.stall_floor else {}),
             "scaled": scaled if k > 1 else {}, "not_scaled": not_scaled if k > 1 else {}}
 
 

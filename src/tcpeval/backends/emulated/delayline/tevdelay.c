@@ -221,6 +221,11 @@ static inline struct tpacket2_hdr *frame(struct ring *r, unsigned i)
 #define CPU_SAMPLE_NS 500000 /* the thread's CPU time and context switches are read this often: ~0.9 us a read here */
 
 #define LONGEST_GAPS 8 /* the longest gaps examined, kept with what decided them (stats) */
+/* Every stall is listed (its start after the watch's first turn, and its length), up to
+ * this many: the verdict weighs a stall against the physical path's round trip, which a
+ * count and a maximum cannot (a 6.7-ms stall is 6.7 round trips of a 1-ms path, and 1.7
+ * of a 4-ms one), and the calibration learns from them how often the host stalls how long. */
+#define STALLS_LISTED 8192
 
 struct gap {
 	int64_t gap_ns, stolen_ns, waited_ns; /* waited: on the run queue (-1: not known) */
@@ -246,6 +251,9 @@ struct stalls {
 	int64_t start, end, len; /* the latest stall: its loop gap, and the time stolen in it */
 	uint64_t count, examined;
 	int64_t stolen_ns, max_ns;
+	int64_t origin; /* the watch's first turn (CLOCK_REALTIME ns) */
+	uint32_t listed;
+	uint32_t at_ms[STALLS_LISTED], len_us[STALLS_LISTED]; /* each stall: its start after origin, its stolen time */
 };
 
 static struct switches context_switches(void)
@@ -311,6 +319,8 @@ static int64_t stall_watch(struct stalls *S, int64_t top)
 		S->prev_top = top;
 		return top;
 	}
+	if (!S->origin)
+		S->origin = top;
 	struct sample last = S->sample;
 	int64_t run_delay = S->run_delay;
 	struct sample s = take_sample(S);
@@ -345,6 +355,10 @@ static int64_t stall_watch(struct stalls *S, int64_t top)
 		S->start = s.real - gap;
 		S->end = s.real;
 		S->len = stolen;
+		if (S->listed < STALLS_LISTED) {
+			S->at_ms[S->listed] = (uint32_t)((S->start - S->origin) / 1000000);
+			S->len_us[S->listed++] = (uint32_t)(stolen / 1000);
+		}
 	}
 	return s.real;
 }
@@ -360,8 +374,14 @@ static int64_t stall_excused(const struct stalls *S, int64_t due, int64_t releas
 static void stall_stats(FILE *f, const struct stalls *S)
 {
 	fprintf(f, ",\"host_stalls\":{\"count\":%" PRIu64 ",\"stolen_ns\":%" PRId64 ",\"max_ns\":%" PRId64
-		   ",\"gaps_examined\":%" PRIu64 ",\"min_gap_ns\":%d,\"longest_gaps\":[",
-		S->count, S->stolen_ns, S->max_ns, S->examined, STALL_MIN_NS);
+		   ",\"gaps_examined\":%" PRIu64 ",\"min_gap_ns\":%d,\"watched_ns\":%" PRId64 ",\"at_ms\":[",
+		S->count, S->stolen_ns, S->max_ns, S->examined, STALL_MIN_NS, S->origin ? S->prev_top - S->origin : 0);
+	for (uint32_t i = 0; i < S->listed; i++)
+		fprintf(f, "%s%" PRIu32, i ? "," : "", S->at_ms[i]);
+	fprintf(f, "],\"length_us\":[");
+	for (uint32_t i = 0; i < S->listed; i++)
+		fprintf(f, "%s%" PRIu32, i ? "," : "", S->len_us[i]);
+	fprintf(f, "],\"longest_gaps\":[");
 	for (int i = 0, first = 1; i < LONGEST_GAPS; i++)
 		if (S->longest[i].gap_ns) {
 			fprintf(f, "%s{\"gap_ns\":%" PRId64 ",\"stolen_ns\":%" PRId64 ",\"waited_ns\":%" PRId64
