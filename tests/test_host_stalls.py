@@ -71,8 +71,7 @@ def _cal(runs: list | None) -> dict:
            "points": [{"flows": f, "rtt_ms": r, "faithful": {"tevlink": {"rate_bps": 2e9}}}
                       for f in (1, 2) for r in (0.2, 500.0)]}
     if runs is not None:
-        cal["host_stalls"] = {"runs": len(runs), "watched_s": sum(s for s, _ in runs),
-                              "length_ms": sorted(ms for _, lengths in runs for ms in lengths), "by_run": runs}
+        cal["host_stalls"] = calibrate.stall_totals(runs)
     return cal
 
 
@@ -102,6 +101,15 @@ def test_the_factor_floor_lengthens_the_round_trip_until_the_hosts_stalls_are_ra
     assert calibrate.stall_floor(_cal(_vm_runs()), 6.2)["factor"] == 1
     # a calibration without the record (older, or no stall watch): no floor
     assert calibrate.stall_floor(_cal(None), 0.2) is None
+
+
+def test_a_path_whose_round_trip_no_factor_lifts_above_the_stalls_gets_no_floor():
+    # 20 us: x64 makes 4 round trips 5.12 ms, and every run's 6.55-ms stall still counts
+    # (64 x 100 / 600 s, ~10.7 a virtual second): no floor, not a run at x64 that the
+    # stalls flag all the same (the 20-us test ran 436 s at x64 so)
+    assert calibrate.stall_floor(_cal(_vm_runs()), 0.02) is None
+    # at 0.03 ms x55 (6.6 ms) clears them
+    assert calibrate.stall_floor(_cal(_vm_runs()), 0.03)["factor"] == 55
 
 
 def test_a_spell_of_long_stalls_in_a_few_runs_does_not_set_the_floor_and_one_across_many_does():
@@ -134,10 +142,11 @@ def test_an_auto_run_takes_the_floor_and_its_trace_says_why_a_set_factor_does_no
 
 
 def test_a_calibration_keeps_every_runs_stalls():
-    seen = {"runs": 0, "watched_s": 0.0, "length_ms": []}
+    seen = []
     calibrate.add_stalls(seen, {"measured": {"delay_line": {"host_stalls": _stalls([6.7, 2.0], 4.0)}}})
     calibrate.add_stalls(seen, {"measured": {"delay_line": {"host_stalls": _stalls([], 5.0)}}})
     calibrate.add_stalls(seen, {"measured": {"delay_line": None}})             # TBF without the engine
     calibrate.add_stalls(seen, calibrate.failed_record(RuntimeError("broke")))  # a failed run
-    assert seen == {"runs": 2, "watched_s": pytest.approx(9.0), "length_ms": [6.7, 2.0],
-                    "by_run": [[4.0, [6.7, 2.0]], [5.0, []]]}
+    assert seen == [[4.0, [6.7, 2.0]], [5.0, []]]
+    assert calibrate.stall_totals(seen) == {"runs": 2, "watched_s": pytest.approx(9.0), "length_ms": [2.0, 6.7],
+                                            "by_run": seen}

@@ -118,7 +118,10 @@ def stall_floor(host_stalls: dict | None, rtt_ms: float, *, round_trips: float,
     physical round trips (k x rtt_ms) or more at most STALL_FLOOR_SHARE x
     ``verdict_per_virtual_s`` a virtual second (k times as many as a wall second), counted
     over the runs left when those with the most such stalls, up to SPELL_SHARE of the
-    watched time, are set aside. None without such a record (no floor)."""
+    watched time, are set aside. None without such a record, or where no factor up to
+    MAX_FACTOR meets the limit (a path so short that the host's stalls are many of its round
+    trips at any factor): no floor, since a higher factor would only cost time there, and
+    the verdict judges the run as it is."""
     runs = (host_stalls or {}).get("by_run") or []
     total_s = sum(s for s, _ in runs)
     if not total_s or rtt_ms <= 0:
@@ -135,7 +138,7 @@ def stall_floor(host_stalls: dict | None, rtt_ms: float, *, round_trips: float,
                 continue
             kept_n, kept_s = kept_n + n, kept_s + s
         per_s = k * kept_n / kept_s if kept_s else 0.0
-        if per_s <= limit or k == MAX_FACTOR:
+        if per_s <= limit:
             return {"factor": k, "stalls_from_ms": round(longer_ms, 3), "per_virtual_s": per_s,
                     "limit_per_virtual_s": limit, "calibrated_over_s": total_s,
                     "set_aside_s": set_aside_s, "runs": len(runs)}

@@ -115,6 +115,13 @@ def _dctcp_share(record: dict) -> float:
 # s, at 10 ms not before 3.6 s), and before that DCTCP carried 0.8-6.7 % of the throughput.
 SHARED_RUNS = 3
 MIN_SAMPLES_IN_CONTROL = 10
+# The one queue's marks. CUBIC's frames, tens of thousands, found it at K or above on
+# 99.7-99.8 % of their arrivals (six runs on an Intel VM, 2026-12-06). A starving DCTCP sends
+# a few hundred frames, and those of its slow start before the queue first reached K go
+# unmarked: 19-120 of 531-710 there (83-96 % marked), 163 of 749 on CI (78 %, which failed
+# the 80 % this test asked before); in its own queue 11-12 %.
+ONE_QUEUE_OVER_K = 0.95
+ONE_QUEUE_MARKED = 0.5
 
 
 def _dctcp_share_in_control(record: dict) -> tuple[float, int]:
@@ -145,8 +152,12 @@ def test_dctcp_beside_a_flow_without_ecn_gets_its_share_only_in_a_queue_of_its_o
         assert dctcp["cc"]["ecn"]["negotiated"] is True and cubic["cc"]["ecn"]["negotiated"] is False
     assert shared["flows"][1]["variant"] == "cubic" and shared["condition"]["flows"][1]["ecn"] is False
     assert shared["environment"]["sysctls"]["endpoints"]["s2"]["net.ipv4.tcp_ecn"] in (2, "2")
-    # one queue: CUBIC keeps it above K, so nearly every DCTCP frame is marked
-    assert "queues" not in shared["measured"]["delay_line"]["link"]
+    # one queue: CUBIC keeps it above K (judged on CUBIC's own frames, tens of thousands)
+    link = shared["measured"]["delay_line"]["link"]
+    assert "queues" not in link
+    ecn = shared["measured"]["ecn"]
+    cubic_frames = link["admitted"] - ecn["ect_frames"] - ecn["ce_on_arrival"]
+    assert ecn["not_ect_over_threshold"] > ONE_QUEUE_OVER_K * cubic_frames, (ecn, cubic_frames)
     # two: each flow in its own, the marking one only DCTCP's
     queues = split["measured"]["delay_line"]["link"]["queues"]
     assert queues["scheduler"] == "drr" and queues["marking"]["sent"] > 0 and queues["drop_tail"]["sent"] > 0
@@ -154,7 +165,9 @@ def test_dctcp_beside_a_flow_without_ecn_gets_its_share_only_in_a_queue_of_its_o
     assert split["mechanisms"]["rate_detail"]["ecn_queues"] == 2
     # DCTCP holds its own queue near K: marked on a fraction of its frames, not on nearly all
     assert split["measured"]["ecn"]["ce_marked"] < 0.5 * split["measured"]["ecn"]["ect_frames"]
-    assert shared["measured"]["ecn"]["ce_marked"] > 0.8 * shared["measured"]["ecn"]["ect_frames"]
+    # ... and DCTCP's frames are marked on most of them, all but those of its slow start
+    # before the queue first reached K
+    assert ecn["ce_marked"] > ONE_QUEUE_MARKED * ecn["ect_frames"], ecn
     assert split["condition"]["ecn_queues"] == 2 and "ecn_queues" not in shared["condition"]
     # the shares: starved in one queue while DCTCP keeps its window, about half in two
     assert samples >= MIN_SAMPLES_IN_CONTROL, f"the stack took DCTCP's window within {samples} samples in each run"

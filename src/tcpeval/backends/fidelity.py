@@ -168,6 +168,8 @@ def tolerances(dilation: int = 1) -> dict:
                         "late_hard_share_max": LATE_HARD_SHARE_MAX},
         "switch_input": {"dropped_frames": 0},
         "host_stalls": {"round_trips": STALL_ROUND_TRIPS, "per_virtual_s_max": STALL_RATE_MAX},
+        "link_busy": {"share_of_rate_min": LINK_BUSY_MIN, "variants": list(BUSY_VARIANTS),
+                      "where": "p = 0, buffer >= BDP, bulk TCP flows, no ECN; the second half"},
         "loaded_rtt": {"bound": "rtt setting + buffer / rate", "rel": LOADED_RTT_REL, "abs_ms": RTT_TOL_ABS_MS,
                        "quantile": LOADED_RTT_QUANTILE, "min_cwnd_segments": LOADED_RTT_MIN_CWND,
                        "min_samples": LOADED_RTT_MIN_SAMPLES,
@@ -193,7 +195,7 @@ def tolerances(dilation: int = 1) -> dict:
 # again (EmulatedBackend attempts); the trace keeps every attempt's findings, and a run
 # that stays flagged through every attempt stays flagged.
 TRANSIENT_CHECKS = frozenset({"delay line", "link", "loaded RTT", "cc", "window", "receiver rate",
-                              "ACK clock", "switch input", "host stalls"})
+                              "ACK clock", "switch input", "host stalls", "link busy"})
 
 
 class Finding(str):
@@ -558,6 +560,9 @@ class Setting:
     # where loss bounds what the flows can carry below the link, that bound: the rate the
     # run's factor was chosen for (tcpeval.dilation.carried_bound_bps); None: the link's
     carried_bound_bps: float | None = None
+    # where the path promises a busy link (busy_link_from_s), when the last flow started
+    # (physical s after the traffic's start); None where it promises none
+    busy_from_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -582,6 +587,7 @@ class HostMeasurements:
     switch_input_drops: int | None = None  # frames from the hosts lost entering the switch
     input_backlog: int | None = None  # net.core.netdev_max_backlog during the run (named in findings)
     unsent_acks: dict | None = None  # unsent_acks(): which of the delay line's unsent ACKs are judged
+    link_steady: dict | None = None  # what the bottleneck sent over the second half (its counters)
 
 
 @dataclass(frozen=True)
@@ -617,9 +623,11 @@ def verdict(setting: Setting, path: PathMeasurements, host: HostMeasurements = H
         reasons += _rate_reasons(s.drop, s.rate_bps, host.capacity_bps, host.achieved_bps, host.cpu_busy,
                                  s.carried_bound_bps, _peak_carried_bps(flows.interval_bps))
     reasons += _delay_line_reasons(host.delay_stats, k, host.unsent_acks)
-    reasons += _link_reasons(host.link_stats, k, (host.delay_stats or {}).get("host_stalls"))
+    stalls = (host.delay_stats or {}).get("host_stalls")
+    reasons += _link_reasons(host.link_stats, k, stalls)
     reasons += [r] if (r := switch_input_check(host.switch_input_drops, host.input_backlog)) else []
-    reasons += [r] if (r := stall_check((host.delay_stats or {}).get("host_stalls"), s.rtt_ms, k)) else []
+    reasons += [r] if (r := stall_check(stalls, s.rtt_ms, k)) else []
+    reasons += [r] if (r := link_busy_check(s.rate_bps, s.busy_from_s, host.link_steady)) else []
     rate = s.rate_bps or 0.0
     loaded = path.loaded_rtts or {}
     worst_loaded = max((m["quantile_ms"] for m in loaded.values() if m), default=None)
@@ -671,6 +679,52 @@ def stall_check(stalls: dict | None, physical_rtt_ms: float, k: int = 1) -> Find
                    + ": each holds several round trips of frames and lets their ACKs through at once, "
                    "a burst the buffer does not take (a higher factor makes the round trip longer)",
                    measured=per_s, limit=STALL_RATE_MAX, host_stall=True)
+
+
+# A link a lossless path keeps busy: at p = 0 each of the paper's six algorithms (BUSY_VARIANTS)
+# keeps the bottleneck sending where its buffer holds a bandwidth-delay product or more, since
+# a window after a reduction is still at least one (Reno halves BDP + buffer; the others cut
+# less). The link's own counters over the run's second half must show it busy LINK_BUSY_MIN
+# of the time, the share the calibration asks of native CUBIC (calibrate.DELIVERY). Reno at
+# 0.2 ms, drop 0, 9.5 Gbit/s delivered 95.5-98.8 % of the payload at x9-x12, every verdict
+# ok (docs/fidelity.md, "What it caught, and what it did not"). Not judged: other algorithms
+# (BBR drains the queue to probe its RTT, delay-based ones keep it short), ECN marking, paced
+# or RPC flows, a flow that stops, or a half that began before the last flow started.
+BUSY_VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic")
+LINK_BUSY_MIN = 0.98
+BUSY_BUFFER_BDPS = 0.999  # a buffer sized to the BDP, rounded to whole bytes
+
+
+def busy_link_from_s(drop: float, background_loss: float, rate_bps: float | None, rtt_ms: float,
+                     buffer_bytes: float, flows, ecn_threshold_bytes: int | None) -> float | None:
+    """When (the last flow's start, s) a path promises a busy link (link_busy_check): p = 0
+    without background loss, a rate, a buffer of a bandwidth-delay product or more, no ECN
+    marking, and every flow a bulk TCP flow of BUSY_VARIANTS that runs to the end. None
+    where it does not."""
+    bdp = (rate_bps or 0.0) * rtt_ms / 8000
+    if (drop or background_loss or not rate_bps or ecn_threshold_bytes or not flows
+            or buffer_bytes < BUSY_BUFFER_BDPS * bdp):
+        return None
+    if any(f.protocol != "tcp" or f.variant not in BUSY_VARIANTS or f.rate_bps or f.stop_s is not None
+           or getattr(f, "rpcs_per_s", None) for f in flows):
+        return None
+    return max(f.start_s for f in flows)
+
+
+def link_busy_check(rate_bps: float | None, busy_from_s: float | None, link_steady: dict | None) -> Finding | None:
+    """A link the path promised busy (busy_link_from_s) that sent less than LINK_BUSY_MIN of
+    its rate over the run's second half (``link_steady``, the link's own counters; judged
+    only where that half began after the last flow's start). The host, not the algorithms,
+    left it idle: marked fell_behind, so an `auto` run's next attempt is slower."""
+    if rate_bps is None or busy_from_s is None or not link_steady or link_steady["from_s"] < busy_from_s:
+        return None
+    share = link_steady["bps"] / rate_bps
+    if share >= LINK_BUSY_MIN:
+        return None
+    return Finding("link busy", f"the link sent {share:.1%} of its {rate_bps / 1e9:.3g} Gbps over the run's second "
+                   f"half (its {link_steady.get('source', 'own')} counters; < {LINK_BUSY_MIN:.0%}): at p = 0 with a "
+                   "buffer of a bandwidth-delay product or more these flows keep it busy, so the host left it "
+                   "idle", measured=share, limit=LINK_BUSY_MIN, behind=True)
 
 
 def switch_input_check(dropped: int | None, backlog: int | None = None) -> Finding | None:

@@ -77,8 +77,10 @@ FAITHFUL_FLOOR_BPS = 0.2e9
 FAITHFUL_TRIES = 3
 GRID_BPS = 1e8
 # The share of the payload ceiling (condition.PAYLOAD_SHARE of the link: the paper's MSS
-# in a full-sized frame) a faithful link at p = 0 must deliver.
-DELIVERY = 0.98
+# in a full-sized frame) a faithful link at p = 0 must deliver: what the verdict asks of
+# every lossless run's link (fidelity.link_busy_check), so that a rate called faithful here
+# is one a run there may keep busy.
+DELIVERY = fidelity.LINK_BUSY_MIN
 # The grid's physical RTTs reach this many times the design's longest: where its
 # dilated runs land (the paper's 24.2 ms at k = 8 is 194 ms).
 PHYSICAL_RTT_REACH = 8
@@ -260,7 +262,10 @@ def faithful_rate(executor, run_dir: Path, *, rtt_ms: float, flows: int, duratio
                                flows, rate, link, judged_at=judged_at)
             except BackendError as err:  # a run the host could not finish: not faithful
                 rec = failed_record(err)
-            findings = rec["fidelity"]["findings"] + [f.record() for f in delivered_shortfall(rec, rate)]
+            # the verdict's link-busy check reads the same counters; delivered_shortfall says
+            # it here, and also when a shortfall is too deep to be passing trouble
+            findings = ([f for f in rec["fidelity"]["findings"] if f["check"] != "link busy"]
+                        + [f.record() for f in delivered_shortfall(rec, rate)])
             reasons = [f["text"] for f in findings]
             # frames late only while the hypervisor held the engine's vCPU: the rate was
             # carried, and a lower one would meet the same stalls
@@ -447,13 +452,13 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
         except BackendError:
             progress.tick(f"{what}: failed", dur)
             raise
-        add_stalls(stalls, rec)
+        add_stalls(stalls_by_run, rec)
         # a ports' run is judged by its guard alone (ports_rate logs that), not its verdict
         progress.tick(f"{what}: {'ran' if ports else rec['fidelity']['verdict']}", dur)
         return rec
 
     raw_most = {}  # flows -> the most an unshaped run of that many flows carried so far
-    stalls = {"runs": 0, "watched_s": 0.0, "length_ms": [], "by_run": []}  # every run's host stalls
+    stalls_by_run = []  # every run's host stalls (add_stalls)
 
     def search_point(point: dict, link: str, again: bool = False) -> None:
         """The faithful rate of ``link`` at a point, then the ports' ceiling below it; a
@@ -516,7 +521,7 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
     data = {"key": key, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "host_capacity_bps": min(p["throughput_bps"] for p in points),
             "points": points, "links": list(links),
-            "host_stalls": {**stalls, "length_ms": sorted(stalls["length_ms"])},
+            "host_stalls": stall_totals(stalls_by_run),
             "loadavg_before": load_before, "loadavg_after": os.getloadavg()[0],
             "method": " ".join(__doc__.split("\n\n")[1].split())}
     data.update(summary(data, design))
@@ -532,18 +537,20 @@ def calibrate(executor, build_hashes: dict, *, duration_s: float = 4.0, links: t
     return data
 
 
-def add_stalls(seen: dict, record: dict) -> None:
-    """Add a run's host stalls (its link engine's list, tevdelay.c) to ``seen``: the
-    totals, and the run's own [watched s, [lengths ms]] (by_run: stalls come in spells,
-    and dilation.stall_floor sets a spell's runs apart)."""
+def add_stalls(by_run: list, record: dict) -> None:
+    """Add a run's host stalls (its link engine's list, tevdelay.c) to ``by_run`` as
+    [watched s, [lengths ms]], each run apart: stalls come in spells, and
+    dilation.stall_floor sets a spell's runs apart. A run without the list adds nothing."""
     listed = ((record.get("measured") or {}).get("delay_line") or {}).get("host_stalls") or {}
-    if "length_us" not in listed or not listed.get("watched_ns"):
-        return
-    lengths = [round(us / 1e3, 3) for us in listed["length_us"]]
-    seen["runs"] += 1
-    seen["watched_s"] += listed["watched_ns"] / 1e9
-    seen["length_ms"] += lengths
-    seen.setdefault("by_run", []).append([round(listed["watched_ns"] / 1e9, 3), lengths])
+    if "length_us" in listed and listed.get("watched_ns"):
+        by_run.append([round(listed["watched_ns"] / 1e9, 3), [round(us / 1e3, 3) for us in listed["length_us"]]])
+
+
+def stall_totals(by_run: list) -> dict:
+    """The calibration's `host_stalls` record: the runs' lists (by_run) and, for reading,
+    their totals (runs, watched_s, every length sorted: length_ms)."""
+    return {"runs": len(by_run), "watched_s": sum(s for s, _ in by_run),
+            "length_ms": sorted(ms for _, lengths in by_run for ms in lengths), "by_run": by_run}
 
 
 def stall_floor(cal: dict, rtt_ms: float) -> dict | None:

@@ -141,9 +141,8 @@ def for_condition(condition, cal: dict, log, at_least: int = 1) -> Plan:
                              "calibrate without $TCPEVAL_LINK")
     try:
         # marks need the engine: TBF has no ECN (and fq_codel/red are not on every kernel)
-        floor = stall_floor_above(cal, condition, rate, link="tevlink" if ecn else None, at_least=at_least)
-        k, link, capacity, skipped = factor_on_host(cal, condition, rate, link="tevlink" if ecn else None,
-                                                    at_least=at_least)
+        k, link, capacity, skipped, floor = factor_on_host(cal, condition, rate, link="tevlink" if ecn else None,
+                                                           at_least=at_least)
     except dilation_mod.DilationError as err:
         raise ConditionError(f"condition.{err}") from None
     if floor:
@@ -199,13 +198,13 @@ def stall_floor_above(cal: dict, condition, rate: float | None, link: str | None
 
 
 def factor_on_host(cal: dict, condition, rate: float | None, link: str | None = None,
-                   at_least: int = 1) -> tuple[int, str, float, list]:
-    """(factor, link, capacity, skipped) of a condition on this host: the envelope's
+                   at_least: int = 1) -> tuple[int, str, float, list, dict | None]:
+    """(factor, link, capacity, skipped, stall floor) of a condition on this host: the envelope's
     factor (calibrate.factor_for), at least ``at_least`` for an `auto` one, and above each
     factor whose physical path this host fell behind under the calibration
     (fell_behind.known; ``skipped`` says which, and where that was seen), and no lower
-    than the host's stalls allow (stall_floor_above). Runs and `tcpeval plan` choose so
-    alike."""
+    than the host's stalls allow (stall_floor_above; the floor where it set the factor,
+    else None). Runs and `tcpeval plan` choose so alike."""
     floor = stall_floor_above(cal, condition, rate, link, at_least)
     at_least = floor["factor"] if floor else at_least
     k, link, capacity = calibrate.factor_for(cal, condition, rate, link)
@@ -213,7 +212,7 @@ def factor_on_host(cal: dict, condition, rate: float | None, link: str | None = 
         k, link, capacity = calibrate.factor_for(cal, replace(condition, dilation=at_least), rate, link=link)
     skipped = []
     if dilation_mod.parse(condition.dilation) != dilation_mod.AUTO or not rate:
-        return k, link, capacity, skipped
+        return k, link, capacity, skipped, floor
     carried = dilation_mod.rate_for_factor(condition, rate)
     behind = fell_behind.entries(cal)  # one read of the record, whatever the factors tried
     while k < dilation_mod.MAX_FACTOR:
@@ -222,7 +221,7 @@ def factor_on_host(cal: dict, condition, rate: float | None, link: str | None = 
             break
         skipped.append({"factor": k, "run": seen["run"], "at": seen["at"]})
         k, link, capacity = calibrate.factor_for(cal, replace(condition, dilation=k + 1), rate, link=link)
-    return k, link, capacity, skipped
+    return k, link, capacity, skipped, floor
 
 
 def slower(condition, plan: Plan, record: dict, log) -> Plan | None:

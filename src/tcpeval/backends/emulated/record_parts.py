@@ -177,7 +177,10 @@ def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, lo
     return fidelity.verdict(
         fidelity.Setting(drop=plan.drop, rtt_ms=plan.rtt_ms, rate_bps=plan.rate_bps,
                          buffer_bytes=plan.path_buffer_bytes, interval_s=plan.interval_s,
-                         dilation=plan.verdict_dilation, carried_bound_bps=plan.carried_bound_bps),
+                         dilation=plan.verdict_dilation, carried_bound_bps=plan.carried_bound_bps,
+                         busy_from_s=fidelity.busy_link_from_s(plan.drop, plan.background_loss, plan.rate_bps,
+                                                               plan.rtt_ms, plan.path_buffer_bytes, plan.flows,
+                                                               plan.ecn_threshold_bytes)),
         fidelity.PathMeasurements(seen=run.traffic.drop_counters["seen"], dropped=run.traffic.drop_counters["dropped"],
                                   rtt_ms=run.rtt.probe["median_ms"], base_rtt_ms=run.rtt.base_ms,
                                   loaded_rtts=loaded if shaped else None),
@@ -187,7 +190,7 @@ def verdict(run: Run, achieved: float, steady: float, cpu_busy: float | None, lo
             delay_stats=delay_line_stats(run),
             link_stats=(run.delay.stats or {}).get("link"),
             switch_input_drops=sum(switch_input_drops(run.traffic.before, run.traffic.after).values()),
-            input_backlog=calibrate.input_backlog(), unsent_acks=unsent),
+            input_backlog=calibrate.input_backlog(), unsent_acks=unsent, link_steady=run.traffic.link_steady),
         fidelity.FlowMeasurements(
             max_cwnd_bytes=judged_window_bytes(run),
             segments_per_ack=run.traffic.acks["receiver_segments_per_ack_steady"],
