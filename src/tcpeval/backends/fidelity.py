@@ -107,6 +107,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tcpeval import response
 from tcpeval.precision import (
     wilson,  # the drop rate's interval (record.py reads it here)
 )
@@ -690,7 +691,7 @@ def stall_check(stalls: dict | None, physical_rtt_ms: float, k: int = 1) -> Find
 # ok (docs/fidelity.md, "What it caught, and what it did not"). Not judged: other algorithms
 # (BBR drains the queue to probe its RTT, delay-based ones keep it short), ECN marking, paced
 # or RPC flows, a flow that stops, or a half that began before the last flow started.
-BUSY_VARIANTS = ("reno", "scalable", "highspeed", "htcp", "bic", "cubic")
+BUSY_VARIANTS = response.VARIANTS  # the paper's six
 LINK_BUSY_MIN = 0.98
 BUSY_BUFFER_BDPS = 0.999  # a buffer sized to the BDP, rounded to whole bytes
 
@@ -706,7 +707,7 @@ def busy_link_from_s(drop: float, background_loss: float, rate_bps: float | None
             or buffer_bytes < BUSY_BUFFER_BDPS * bdp):
         return None
     if any(f.protocol != "tcp" or f.variant not in BUSY_VARIANTS or f.rate_bps or f.stop_s is not None
-           or getattr(f, "rpcs_per_s", None) for f in flows):
+           for f in flows):
         return None
     return max(f.start_s for f in flows)
 
