@@ -773,7 +773,7 @@ def horizon_note(claim: dict, df: pd.DataFrame) -> str:
     if run_s >= HORIZON_MIN_CYCLES * cycle_s:
         return ""
     return (f"; over a horizon shorter than the original's: a {run_s:.0f}-s run holds {run_s / cycle_s:.2g} of "
-            f"a Reno pair's {_duration(cycle_s)} sawtooth cycle at {rtt:g}\,ms (15\,min: {PAPER_RUN_S / cycle_s:.2g})")
+            f"a Reno pair's {_duration(cycle_s)} sawtooth cycle at {rtt:g}\\,ms (15\\,min: {PAPER_RUN_S / cycle_s:.2g})")
 
 
 def _duration(seconds: float) -> str:
