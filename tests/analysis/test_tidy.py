@@ -149,7 +149,7 @@ def test_a_trace_of_another_condition_than_the_designs_is_left_out_and_named(smo
                  "--campaign", "smoke"]) == 0
     results = tmp_path / "res" / "emulated" / "smoke"
     design = copy.deepcopy(design)   # the session's design stays as it is
-    design["campaigns"]["smoke"]["background_loss"] = {0.2: 0.0, 6.2: 1e-6}
+    design["campaigns"]["smoke"]["background_loss"] = {6.2: 1e-6, 12.2: 0.0}
     ds = tables.load(results, design, "smoke", "emulated", include_flagged=True)
     expected = tables.expected_runs(design, "smoke", "emulated")
     at_6_2 = set(expected["run"][expected["rtt_ms"] == 6.2])
@@ -185,7 +185,7 @@ def test_aggregates(smoke_raw, design, tmp_path):
     assert ecell["n"].iloc[0] == len(pooled)
     conv = tables.convergence(ds)
     assert len(conv) == 4 and (conv["n"] == 1).all()
-    assert tables.efficiency_drop(ds, 0.2) == (1e-4, False)   # 1e-3 absent in smoke
+    assert tables.efficiency_drop(ds, 12.2) == (1e-4, False)   # 1e-6 absent in smoke
     t2 = tables.table2(design, "paper", "emulated")
     assert t2["runs"].sum() == 1280
 

@@ -23,7 +23,10 @@ def test_a_20_us_path_is_stretched_into_the_calibrated_grid_and_judged_there(bac
     cal = backend.calibrate(force=False)
     floor = calibrate.shortest_rtt_ms(cal)
     rtt_ms = 0.02
-    cond = adhoc_condition(["reno"], rtt_ms, 0.0, 1.0, rate_bps=1e9, seed=9)
+    # 0.4 virtual s (20,000 round trips) sampled every 20 ms: the host's stalls dilate this
+    # path about 10 times as far as the 0.2-ms one (x140 where that takes x14), so each
+    # virtual second costs over two minutes
+    cond = adhoc_condition(["reno"], rtt_ms, 0.0, 0.4, interval_s=0.02, rate_bps=1e9, seed=9)
     record = backend.run(cond, tmp_path)
     on_disk = trace.read_trace(tmp_path)
     dil = on_disk["mechanisms"]["dilation"]

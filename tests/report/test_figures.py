@@ -114,11 +114,11 @@ def test_flows_bars_are_each_flows_mean_per_rtt(smoke_results, design, tmp_path,
 
 def test_responsiveness_caption_names_the_drop_rate_shown_and_the_flagged_runs(smoke_results, design, tmp_path):
     ds = _load(smoke_results, design)
-    out = figures.draw("responsiveness", ds, tmp_path, rtt_ms=0.2)
-    tex = (tmp_path / "responsiveness-rtt0.2.tex").read_text()
-    # smoke has no 1e-3 at 0.2 ms: the caption must say which drop rate it shows instead
-    assert "because the original study's $10^{-3}$ is not in the data" in tex
-    assert "\\includegraphics" in tex and "\\label{fig:rtt0.2}" in tex
+    out = figures.draw("responsiveness", ds, tmp_path, rtt_ms=12.2)
+    tex = (tmp_path / "responsiveness-rtt12.2.tex").read_text()
+    # smoke has no 1e-6 at 12.2 ms: the caption must say which drop rate it shows instead
+    assert "because the original study's $10^{-6}$ is not in the data" in tex
+    assert "\\includegraphics" in tex and "\\label{fig:rtt12.2}" in tex
     assert out["efficiency_drop"] == 1e-4 and not out["preferred"]
     # flagged runs are excluded by default and the caption counts them
     n_flagged_resp = ds._flagged("responsiveness")
@@ -127,8 +127,8 @@ def test_responsiveness_caption_names_the_drop_rate_shown_and_the_flagged_runs(s
 
 def test_include_flagged_changes_the_note(smoke_results, design, tmp_path):
     ds = _load(smoke_results, design, include_flagged=True)
-    out = figures.draw("responsiveness", ds, tmp_path, rtt_ms=0.2)
-    tex = (tmp_path / "responsiveness-rtt0.2.tex").read_text()
+    out = figures.draw("responsiveness", ds, tmp_path, rtt_ms=12.2)
+    tex = (tmp_path / "responsiveness-rtt12.2.tex").read_text()
     assert "flagged run(s) included" in tex and out["missing_cells"] == 0
 
 
@@ -142,7 +142,7 @@ def test_partial_matrix_marks_missing(partial_results, design, tmp_path):
     assert "missing" in tex and "n/a" in tex
 
 
-@pytest.mark.parametrize("rtt", [0.2, 6.2])
+@pytest.mark.parametrize("rtt", [6.2, 12.2])
 def test_marks_of_missing_cells_never_overlap(partial_results, design, tmp_path, drawn, rtt):
     # a third of the matrix: marks at neighbouring drop rates in panel (a) and per
     # variant in (b), beside the figure's other labels

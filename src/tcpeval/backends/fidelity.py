@@ -170,7 +170,7 @@ def tolerances(dilation: int = 1) -> dict:
         "switch_input": {"dropped_frames": 0},
         "host_stalls": {"round_trips": STALL_ROUND_TRIPS, "per_virtual_s_max": STALL_RATE_MAX},
         "link_busy": {"share_of_rate_min": LINK_BUSY_MIN, "variants": list(BUSY_VARIANTS),
-                      "where": "p = 0, buffer >= BDP, bulk TCP flows, no ECN; the second half"},
+                      "where": "p = 0, buffer >= BDP, bulk TCP flows, no ECN, no sock_ops program; the second half"},
         "loaded_rtt": {"bound": "rtt setting + buffer / rate", "rel": LOADED_RTT_REL, "abs_ms": RTT_TOL_ABS_MS,
                        "quantile": LOADED_RTT_QUANTILE, "min_cwnd_segments": LOADED_RTT_MIN_CWND,
                        "min_samples": LOADED_RTT_MIN_SAMPLES,
@@ -697,13 +697,15 @@ BUSY_BUFFER_BDPS = 0.999  # a buffer sized to the BDP, rounded to whole bytes
 
 
 def busy_link_from_s(drop: float, background_loss: float, rate_bps: float | None, rtt_ms: float,
-                     buffer_bytes: float, flows, ecn_threshold_bytes: int | None) -> float | None:
+                     buffer_bytes: float, flows, ecn_threshold_bytes: int | None,
+                     sock_ops: bool = False) -> float | None:
     """When (the last flow's start, s) a path promises a busy link (link_busy_check): p = 0
     without background loss, a rate, a buffer of a bandwidth-delay product or more, no ECN
-    marking, and every flow a bulk TCP flow of BUSY_VARIANTS that runs to the end. None
-    where it does not."""
+    marking, no sock_ops program on the senders (a user's program may size their buffers,
+    clamp their windows or change their algorithm: condition.sock_ops) and every flow a
+    bulk TCP flow of BUSY_VARIANTS that runs to the end. None where it does not."""
     bdp = (rate_bps or 0.0) * rtt_ms / 8000
-    if (drop or background_loss or not rate_bps or ecn_threshold_bytes or not flows
+    if (drop or background_loss or not rate_bps or ecn_threshold_bytes or sock_ops or not flows
             or buffer_bytes < BUSY_BUFFER_BDPS * bdp):
         return None
     if any(f.protocol != "tcp" or f.variant not in BUSY_VARIANTS or f.rate_bps or f.stop_s is not None
