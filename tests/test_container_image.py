@@ -8,7 +8,9 @@ emulated runs are going on here.
 """
 import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,80 @@ def test_the_image_builds_and_make_test_passes_inside_it():
     assert podman("ps", "-a", "-q", "--filter", f"name={name}").stdout.strip() == ""
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not [line for line in netns.splitlines() if line.startswith("tev")], netns
+
+
+RT_ROOT = Path("/sys/fs/cgroup/cpu/cpu.rt_runtime_us")
+
+
+def image_of_this_revision():
+    name = subprocess.run([SCRIPT, "name"], capture_output=True, text=True, check=True).stdout.strip()
+    if podman("image", "exists", name).returncode != 0:
+        build = subprocess.run([SCRIPT, "build"], cwd=REPO, capture_output=True, text=True, timeout=3600)
+        assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
+
+
+def start_detached(name):
+    """`container-image.sh run --name NAME sleep 600` in its own session; the container's pid"""
+    starter = subprocess.Popen([SCRIPT, "run", "--name", name, "sleep", "600"], cwd=REPO, start_new_session=True,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        pid = podman("inspect", "-f", "{{.State.Pid}}", name).stdout.strip()
+        if pid.isdigit() and int(pid) > 0:
+            return starter, int(pid)
+        time.sleep(0.1)
+    raise AssertionError(f"container {name} did not start")
+
+
+def rt_holders():
+    return {d.name: int((d / "cpu.rt_runtime_us").read_text()) for d in RT_ROOT.parent.glob("libpod-*")
+            if int((d / "cpu.rt_runtime_us").read_text()) > 0}
+
+
+# CI of 2026-12-07: the container of a CI run killed at its time limit still held the
+# root's real-time time, and no container could start after it
+@pytest.mark.skipif(not RT_ROOT.exists(), reason="no cgroup v1 real-time group scheduling on this host")
+def test_a_container_whose_process_is_gone_does_not_block_the_next():
+    image_of_this_revision()
+    name = f"tcpeval-test-gone-{os.getpid()}"
+    try:
+        starter, pid = start_detached(name)
+        conmon = int(podman("inspect", "-f", "{{.State.ConmonPid}}", name).stdout.strip())
+        os.killpg(starter.pid, signal.SIGKILL)   # the job, its container monitor and the container die
+        os.kill(conmon, signal.SIGKILL)          # at once, as in a kill of the whole machine state
+        os.kill(pid, signal.SIGKILL)
+        starter.wait(timeout=10)
+        for _ in range(100):   # until init has reaped it
+            if not Path(f"/proc/{pid}").exists():
+                break
+            time.sleep(0.1)
+        assert rt_holders(), "the dead container's cgroup should still hold real-time time"
+
+        after = subprocess.run([SCRIPT, "run", "--name", f"{name}-next", "true"], cwd=REPO, capture_output=True,
+                               text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert after.returncode == 0, after.stderr
+        assert f"removing container {name}: its process is gone" in after.stderr
+        assert "real-time time held" in after.stderr
+        assert rt_holders() == {}
+    finally:  # the container and the cgroups it may leave
+        subprocess.run([SCRIPT, "remove", name], cwd=REPO, capture_output=True, timeout=300)
+
+
+@pytest.mark.skipif(not RT_ROOT.exists(), reason="no cgroup v1 real-time group scheduling on this host")
+def test_a_running_container_holding_the_real_time_time_is_named_and_remove_clears_it():
+    image_of_this_revision()
+    name = f"tcpeval-test-live-{os.getpid()}"
+    try:
+        starter, _ = start_detached(name)
+        os.killpg(starter.pid, signal.SIGKILL)   # CI's time limit: the job dies, the container lives on
+        blocked = subprocess.run([SCRIPT, "run", "--name", f"{name}-next", "true"], cwd=REPO, capture_output=True,
+                                 text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert blocked.returncode != 0
+        assert "no real-time time left for a container" in blocked.stderr and name in blocked.stderr
+
+        removed = subprocess.run([SCRIPT, "remove", "tcpeval-test-live-"], cwd=REPO, capture_output=True,
+                                 text=True, timeout=300)
+        assert removed.returncode == 0, removed.stderr
+        assert podman("ps", "-a", "-q", "--filter", f"name={name}").stdout.strip() == ""
+        assert rt_holders() == {}
+    finally:  # the container and the cgroups it may leave
+        subprocess.run([SCRIPT, "remove", name], cwd=REPO, capture_output=True, timeout=300)

@@ -9,6 +9,7 @@
 #                                 revision; --host-calibration: with this host's calibration
 #                                 cache (used where the build matches: no 20-min calibration)
 #   tools/container-image.sh name             the image's name for this revision
+#   tools/container-image.sh remove PREFIX    containers named PREFIX*, running or not
 #
 # build: the Dockerfile, unchanged, on a Debian 12 base made here with debootstrap from
 # the mirror apt already uses (imported as localhost/debian:12, which `FROM debian:12`
@@ -177,6 +178,63 @@ build() {
 # take turns on the host lock, and the host's cgroups so that the keep-awake loops run in
 # the root cpu group (src/tcpeval/backends/emulated/awake.py). Removed on exit, even when
 # interrupted.
+CPU_CGROUP=/sys/fs/cgroup/cpu
+
+# A container whose process is gone: its podman run was killed (CI's time limit kills the
+# job, not the container) or the machine was restored from a snapshot. Its cgroup still
+# holds the real-time time it was given, all the root had, so no later container could
+# start ("failed to write 950000: cpu.rt_runtime_us: invalid argument").
+remove_dead_containers() {
+  local name pid
+  while read -r name pid; do
+    [[ -n $name ]] || continue
+    ((pid > 0)) && kill -0 "$pid" 2>/dev/null && continue
+    say "removing container $name: its process is gone"
+    podman rm -f -t 0 "$name" >/dev/null
+  done < <(podman ps -a --filter name='^tcpeval-' --format '{{.Names}} {{.Pid}}')
+  # podman rm leaves a dead container's cgroups behind; empty ones of containers podman no
+  # longer knows are removed (rmdir refuses any that still holds a process)
+  local dir id
+  for dir in "$CPU_CGROUP"/libpod-*/; do
+    [[ -d $dir ]] || continue
+    id=${dir%/}; id=${id##*/libpod-}
+    podman container exists "$id" && continue
+    [[ -z $(find "$dir" -name tasks -exec cat {} +) ]] || continue
+    say "removing the cgroups of container ${id:0:12}, gone ($(cat "$dir/cpu.rt_runtime_us") us of real-time time held)"
+    for dir in /sys/fs/cgroup/*/libpod-"$id"; do find "$dir" -depth -type d -exec rmdir {} +; done
+  done
+}
+
+# Every container whose name starts with PREFIX, running or not (CI: what a run killed at its
+# time limit left behind), then the cgroups of dead ones
+remove() {
+  (($# == 1)) && [[ $1 == tcpeval-* ]] || die "remove takes one name prefix starting with tcpeval-"
+  install_own_packages
+  write_conf
+  local name
+  for name in $(podman ps -a --filter name="^$1" --format '{{.Names}}'); do
+    say "removing container $name"
+    podman rm -f -t 0 "$name" >/dev/null
+  done
+  remove_dead_containers
+}
+
+# The root's real-time time per period, less what its other child cgroups hold
+rt_left() {
+  local held=0 dir holders=()
+  for dir in "$CPU_CGROUP"/*/; do
+    local us; us=$(cat "$dir/cpu.rt_runtime_us")
+    if ((us > 0)); then
+      local id=${dir%/}; id=${id##*/libpod-}
+      holders+=("$(podman ps -a --filter id="$id" --format '{{.Names}}' 2>/dev/null || true):${dir%/}")
+      held=$((held + us))
+    fi
+  done
+  local left=$(($(cat "$CPU_CGROUP/cpu.rt_runtime_us") - held))
+  ((left > 0)) || die "no real-time time left for a container (the delay line needs it): held by ${holders[*]}"
+  echo "$left"
+}
+
 run() {
   install_own_packages
   write_conf
@@ -198,13 +256,13 @@ run() {
   ((tree)) && set -- bash -c '(cd /src && git ls-files -z | tar --null -T - -cf -) | tar -xf - && exec "$@"' \
     tree "$@"
   trap 'podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true' EXIT INT TERM
+  remove_dead_containers
   local tty=() rt=()
   [[ -t 0 && -t 1 ]] && tty=(-it)
   # cgroup v1 with real-time group scheduling (this host): a new cgroup gets no real-time
   # time, and the delay line's SCHED_FIFO fails (EPERM); podman's parent cgroup has none to
-  # give, so the container's cgroup hangs off the root with the root's budget
-  local rt_root=/sys/fs/cgroup/cpu/cpu.rt_runtime_us
-  [[ -f $rt_root ]] && rt=(--cgroup-parent=/ --cpu-rt-runtime="$(cat "$rt_root")")
+  # give, so the container's cgroup hangs off the root with what the root has left
+  [[ -f $CPU_CGROUP/cpu.rt_runtime_us ]] && rt=(--cgroup-parent=/ --cpu-rt-runtime="$(rt_left)")
   podman run --rm "${tty[@]}" "${rt[@]}" --name "$NAME" --privileged --network host \
     --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup -v /sys/kernel/btf:/sys/kernel/btf:ro \
     -v /run/lock:/run/lock "${extra[@]}" "$image" "$@"
@@ -216,7 +274,8 @@ case $cmd in
   build) build "$@" ;;
   run) run "$@" ;;
   name) echo "$IMAGE:$(revision)" ;;
-  -h|--help|help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' ;;
+  remove) remove "$@" ;;
+  -h|--help|help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' ;;
   --rebuild-base|--fresh|--tag) build "$cmd" "$@" ;;
   *) die "unknown command $cmd (build, run, name)" ;;
 esac
