@@ -27,7 +27,11 @@ def assert_ok_unless_the_host_fell_behind(record: dict) -> None:
     (not one below the setting: a path shorter than set), but only beside a finding that
     the host fell behind: frames held back late are queueing outside the model, which the
     senders measure (CI, 0.1 Gbps: frames held up to 53 ms, a 90 % quantile of 7.82 ms
-    against 7.66). Any other window, ACK-clock, RTT, drop-rate or rate finding still fails.
+    against 7.66). So does the set-up's probe RTT above the setting (a transient "rtt"
+    finding: the path's base RTT is within it), beside such a finding: a host in a spell
+    that late delays the probe's echoes too (CI's container, 2026-12-07: a probe median of
+    3.11 ms on a 2-ms path, in an attempt with 465 host stalls of up to 102 ms and frames
+    late beyond them). Any other window, ACK-clock, RTT, drop-rate or rate finding still fails.
     A run accepted that way is reported as a warning. (On CI's host, in one run, four
     tests' native runs at 0.4 Gbps had 0.2-0.4 % of their frames held 2-7 ms in each of
     five attempts over 2.5 minutes; on the 2-vCPU VM they are ok at the first.)"""
@@ -38,9 +42,11 @@ def assert_ok_unless_the_host_fell_behind(record: dict) -> None:
         return
     findings = verdict["findings"]
     host_queued = fidelity.fell_behind(findings)
-    # above its bound only: the same check also flags a path shorter than set (below)
+    # above its bound only: the same checks also flag a path shorter than set (below), and
+    # "rtt" a path whose base RTT exceeds the setting (not transient)
     assert findings and all(f.get("fell_behind") or f.get("host_stall") or
-                            (host_queued and f["check"] == "loaded RTT" and f["measured"] > f["limit"])
+                            (host_queued and f["measured"] is not None and f["measured"] > f["limit"] and
+                             (f["check"] == "loaded RTT" or (f["check"] == "rtt" and f["transient"])))
                             for f in findings), verdict["reasons"]
     warnings.warn(f"run flagged only because the host fell behind: {verdict['reasons']}", stacklevel=2)
 
