@@ -45,8 +45,8 @@ def assert_ok_unless_the_host_fell_behind(record: dict) -> None:
     # above its bound only: the same checks also flag a path shorter than set (below), and
     # "rtt" a path whose base RTT exceeds the setting (not transient)
     assert findings and all(f.get("fell_behind") or f.get("host_stall") or
-                            (host_queued and f["measured"] is not None and f["measured"] > f["limit"] and
-                             (f["check"] == "loaded RTT" or (f["check"] == "rtt" and f["transient"])))
+                            (host_queued and (f["check"] == "loaded RTT" or (f["check"] == "rtt" and f["transient"]))
+                             and f.get("measured") is not None and f["measured"] > f["limit"])
                             for f in findings), verdict["reasons"]
     warnings.warn(f"run flagged only because the host fell behind: {verdict['reasons']}", stacklevel=2)
 
