@@ -172,12 +172,6 @@ build() {
   say "built $IMAGE:$rev and $IMAGE:latest, $(podman image inspect --format '{{.Size}}' "$IMAGE:$rev" | numfmt --to=si)B"
 }
 
-# A privileged container on the host's network stack (the emulated backend's namespaces,
-# BPF congestion controls and qdiscs live in the host kernel, as in a run on the host;
-# host-global sysctls are only read), sharing /run/lock so that its runs and the host's
-# take turns on the host lock, and the host's cgroups so that the keep-awake loops run in
-# the root cpu group (src/tcpeval/backends/emulated/awake.py). Removed on exit, even when
-# interrupted.
 CPU_CGROUP=/sys/fs/cgroup/cpu
 
 # A container whose process is gone: its podman run was killed (CI's time limit kills the
@@ -235,6 +229,12 @@ rt_left() {
   echo "$left"
 }
 
+# A privileged container on the host's network stack (the emulated backend's namespaces,
+# BPF congestion controls and qdiscs live in the host kernel, as in a run on the host;
+# host-global sysctls are only read), sharing /run/lock so that its runs and the host's
+# take turns on the host lock, and the host's cgroups so that the keep-awake loops run in
+# the root cpu group (src/tcpeval/backends/emulated/awake.py). Removed on exit, even when
+# interrupted.
 run() {
   install_own_packages
   write_conf
@@ -277,5 +277,5 @@ case $cmd in
   remove) remove "$@" ;;
   -h|--help|help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' ;;
   --rebuild-base|--fresh|--tag) build "$cmd" "$@" ;;
-  *) die "unknown command $cmd (build, run, name)" ;;
+  *) die "unknown command $cmd (build, run, name, remove)" ;;
 esac
