@@ -29,12 +29,22 @@ def podman(*args):
     return subprocess.run(["podman", *args], capture_output=True, text=True, env=env, timeout=120)
 
 
+def script(*args, timeout=300):
+    """tools/container-image.sh ARGS, its output captured"""
+    return subprocess.run([SCRIPT, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def build_image():
+    build = script("build", timeout=3600)
+    assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
+
+
 # not /.dockerenv: some VM images carry one on the host itself
 @pytest.mark.skipif(Path("/run/.containerenv").exists() or bool(os.environ.get("container")),
                     reason="inside a container: the image is built and run on the host")
 def test_the_image_builds_and_make_test_passes_inside_it():
-    build = subprocess.run([SCRIPT, "build"], cwd=REPO, capture_output=True, text=True, timeout=3600)
-    assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
+    build_image()
 
     name = f"tcpeval-test-{os.getpid()}"
     LOG.parent.mkdir(parents=True, exist_ok=True)
@@ -63,10 +73,8 @@ RT_ROOT = Path("/sys/fs/cgroup/cpu/cpu.rt_runtime_us")
 
 
 def image_of_this_revision():
-    name = subprocess.run([SCRIPT, "name"], capture_output=True, text=True, check=True).stdout.strip()
-    if podman("image", "exists", name).returncode != 0:
-        build = subprocess.run([SCRIPT, "build"], cwd=REPO, capture_output=True, text=True, timeout=3600)
-        assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
+    if podman("image", "exists", script("name").stdout.strip()).returncode != 0:
+        build_image()
 
 
 def start_detached(name):
@@ -82,8 +90,8 @@ def start_detached(name):
 
 
 def rt_holders():
-    return {d.name: int((d / "cpu.rt_runtime_us").read_text()) for d in RT_ROOT.parent.glob("libpod-*")
-            if int((d / "cpu.rt_runtime_us").read_text()) > 0}
+    held = {d.name: int((d / "cpu.rt_runtime_us").read_text()) for d in RT_ROOT.parent.glob("libpod-*")}
+    return {name: us for name, us in held.items() if us > 0}
 
 
 # CI of 2026-12-07: the container of a CI run killed at its time limit still held the
@@ -105,14 +113,13 @@ def test_a_container_whose_process_is_gone_does_not_block_the_next():
             time.sleep(0.1)
         assert rt_holders(), "the dead container's cgroup should still hold real-time time"
 
-        after = subprocess.run([SCRIPT, "run", "--name", f"{name}-next", "true"], cwd=REPO, capture_output=True,
-                               text=True, timeout=300, stdin=subprocess.DEVNULL)
+        after = script("run", "--name", f"{name}-next", "true")
         assert after.returncode == 0, after.stderr
         assert f"removing container {name}: its process is gone" in after.stderr
         assert "real-time time held" in after.stderr
         assert rt_holders() == {}
     finally:  # the container and the cgroups it may leave
-        subprocess.run([SCRIPT, "remove", name], cwd=REPO, capture_output=True, timeout=300)
+        script("remove", name)
 
 
 @pytest.mark.skipif(not RT_ROOT.exists(), reason="no cgroup v1 real-time group scheduling on this host")
@@ -122,15 +129,13 @@ def test_a_running_container_holding_the_real_time_time_is_named_and_remove_clea
     try:
         starter, _ = start_detached(name)
         os.killpg(starter.pid, signal.SIGKILL)   # CI's time limit: the job dies, the container lives on
-        blocked = subprocess.run([SCRIPT, "run", "--name", f"{name}-next", "true"], cwd=REPO, capture_output=True,
-                                 text=True, timeout=300, stdin=subprocess.DEVNULL)
+        blocked = script("run", "--name", f"{name}-next", "true")
         assert blocked.returncode != 0
         assert "no real-time time left for a container" in blocked.stderr and name in blocked.stderr
 
-        removed = subprocess.run([SCRIPT, "remove", "tcpeval-test-live-"], cwd=REPO, capture_output=True,
-                                 text=True, timeout=300)
+        removed = script("remove", "tcpeval-test-live-")
         assert removed.returncode == 0, removed.stderr
         assert podman("ps", "-a", "-q", "--filter", f"name={name}").stdout.strip() == ""
         assert rt_holders() == {}
     finally:  # the container and the cgroups it may leave
-        subprocess.run([SCRIPT, "remove", name], cwd=REPO, capture_output=True, timeout=300)
+        script("remove", name)

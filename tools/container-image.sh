@@ -188,14 +188,14 @@ remove_dead_containers() {
   done < <(podman ps -a --filter name='^tcpeval-' --format '{{.Names}} {{.Pid}}')
   # podman rm leaves a dead container's cgroups behind; empty ones of containers podman no
   # longer knows are removed (rmdir refuses any that still holds a process)
-  local dir id
+  local dir id controller
   for dir in "$CPU_CGROUP"/libpod-*/; do
     [[ -d $dir ]] || continue
     id=${dir%/}; id=${id##*/libpod-}
     podman container exists "$id" && continue
     [[ -z $(find "$dir" -name tasks -exec cat {} +) ]] || continue
     say "removing the cgroups of container ${id:0:12}, gone ($(cat "$dir/cpu.rt_runtime_us") us of real-time time held)"
-    for dir in /sys/fs/cgroup/*/libpod-"$id"; do find "$dir" -depth -type d -exec rmdir {} +; done
+    for controller in /sys/fs/cgroup/*/libpod-"$id"; do find "$controller" -depth -type d -exec rmdir {} +; done
   done
 }
 
