@@ -446,7 +446,15 @@ def batch_means_independence(values, batches: int = 20,
     _, rows, batch_size = _batched(values, batches)
     if not batch_size:
         return None
-    means = rows.mean(axis=1)
+    return means_independence(rows.mean(axis=1), level)
+
+
+def means_independence(means, level: float = INDEPENDENCE_LEVEL) -> Independence:
+    """The von Neumann test of batch means already formed (at least 3 of them)."""
+    means = np.asarray(means, dtype=float)
+    batches = len(means)
+    if batches < 3:
+        raise ValueError(f"the von Neumann test needs at least 3 batch means, got {batches}")
     squares = float(((means - means.mean()) ** 2).sum())
     critical = NormalDist().inv_cdf(1 - level) * math.sqrt((batches - 2) / (batches ** 2 - 1))
     if squares == 0:                              # constant batch means: nothing correlates

@@ -1,6 +1,6 @@
 """A two-flow run's own intervals of its Jain index, utilisation and first flow's share
 (extract._two_flow_half_widths), by hand: batches of the common cells, sectioning about the
-run's figure; none where the batches' sums are correlated."""
+run's figure; none for a metric whose batches are correlated, each metric tested apart."""
 import math
 
 import numpy as np
@@ -57,6 +57,32 @@ def test_flows_that_trade_shares_slowly_have_no_interval_of_their_own():
     flows = [_flow(first), _flow(second)]
     got = extract._two_flow_half_widths(flows, DT, _means(flows))
     assert all(math.isnan(v) for v in got.values())
+
+
+def test_a_steady_split_keeps_its_jain_interval_while_the_sum_drifts():
+    # both flows lose 5 Mbit/s a batch together (the sums fall steadily: correlated), and
+    # every other batch the first carries 20 Mbit/s more than the second (the index and
+    # the share alternate: not correlated)
+    base = 4.73e9 - 5e6 * np.arange(10)
+    lead = np.array([2e7 if k % 2 == 0 else 0.0 for k in range(10)])
+    flows = [_flow(np.repeat(base + lead / 2, 20)), _flow(np.repeat(base - lead / 2, 20))]
+    means = _means(flows)
+    sums, shares = 2 * base, (base + lead / 2) / (2 * base)
+    jains = (2 * base) ** 2 / (2 * ((base + lead / 2) ** 2 + (base - lead / 2) ** 2))
+    assert not precision.means_independence(sums).passed
+    got = extract._two_flow_half_widths(flows, DT, means)
+    assert math.isnan(got["utilisation_hw_bps"])
+    assert got["jain_hw"] == pytest.approx(precision.sectioning_half_width(M.jain_index(means), jains))
+    assert got["share_first_hw"] == pytest.approx(precision.sectioning_half_width(means[0] / sum(means), shares))
+
+
+def test_the_von_neumann_test_of_formed_batch_means():
+    # 1 - (sum of squared successive differences) / (2 x sum of squared deviations)
+    assert precision.means_independence([1.0, 2.0, 3.0, 4.0]).statistic == pytest.approx(1 - 3 / 10)
+    assert precision.means_independence([1.0, 3.0, 1.0, 3.0]).passed
+    assert precision.means_independence([5.0, 5.0, 5.0]).passed      # constant: nothing correlates
+    with pytest.raises(ValueError, match="at least 3 batch means"):
+        precision.means_independence([1.0, 2.0])
 
 
 def test_a_run_too_short_or_of_one_flow_has_none():
