@@ -8,6 +8,7 @@ emulated runs are going on here.
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -73,7 +74,10 @@ RT_ROOT = Path("/sys/fs/cgroup/cpu/cpu.rt_runtime_us")
 
 
 def image_of_this_revision():
-    if podman("image", "exists", script("name").stdout.strip()).returncode != 0:
+    name = script("name")
+    assert name.returncode == 0, name.stderr
+    # on a fresh machine podman itself comes with the build (the script's own packages)
+    if shutil.which("podman") is None or podman("image", "exists", name.stdout.strip()).returncode != 0:
         build_image()
 
 
