@@ -141,6 +141,28 @@ def test_an_auto_run_takes_the_floor_and_its_trace_says_why_a_set_factor_does_no
     assert planning.plan_run(cond, ceil).factor == 9
 
 
+def test_a_native_flow_runs_at_its_envelopes_factor_and_the_log_names_the_floor_it_ran_without():
+    # CI's calibration of 2026-12-07 asked x2 at 2 ms for its stalls; native CUBIC at
+    # 0.1 Gbps, 2 ms was refused ("needs time dilation x2") where the verdict's stall check,
+    # twice the floor's limit, judges such a run at x1
+    runs = [[6.0, [8.5, 2.0]] for _ in range(100)]  # one 8.5-ms stall a run: 4 round trips at x1
+    assert calibrate.stall_floor(_cal(runs), 2.0)["factor"] == 2
+    native = adhoc_condition(["cubic"], 2.0, 0.0, 4.0, impl="native", rate_bps=1e8)
+    said = []
+    plan = plans.for_condition(native, _cal(runs), said.append)
+    assert plan.dilation == 1 and plan.stall_floor is None
+    assert any("would ask x2 at 2.0 ms" in m and "flows[0] (cubic, impl native) cannot be slowed" in m
+               for m in said), said
+    # a port of the same algorithm can be slowed, and takes the floor
+    ported = plans.for_condition(adhoc_condition(["cubic"], 2.0, 0.0, 4.0, impl="port", rate_bps=1e8),
+                                 _cal(runs), lambda m: None)
+    assert ported.dilation == 2 and ported.stall_floor["factor"] == 2
+    # a native flow the envelope itself cannot carry at x1 is still refused, with the figures
+    with pytest.raises(plans.ConditionError, match=r"flows\[0\] \(cubic, impl native\).*x3"):
+        plans.for_condition(adhoc_condition(["cubic"], 2.0, 0.0, 4.0, impl="native", rate_bps=5e9),
+                            _cal(runs), lambda m: None)
+
+
 def test_a_calibration_keeps_every_runs_stalls():
     seen = []
     calibrate.add_stalls(seen, {"measured": {"delay_line": {"host_stalls": _stalls([6.7, 2.0], 4.0)}}})

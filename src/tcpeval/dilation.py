@@ -145,20 +145,31 @@ def stall_floor(host_stalls: dict | None, rtt_ms: float, *, round_trips: float,
     return None
 
 
+def native_flow(condition):
+    """(index, flow) of the condition's first TCP flow of the host kernel's own algorithm,
+    which reads the kernel's clock and so cannot be slowed by time dilation; None where
+    every flow can be."""
+    for i, flow in enumerate(condition.flows):
+        if flow.protocol != "udp" and flow.impl == "native":
+            return i, flow
+    return None
+
+
 def factor_for(condition, rate_bps: float | None, faithful_bps) -> int:
     """The factor a condition runs with (``choose``); a flow of the host kernel's own
     algorithm cannot be slowed, so a condition that needs k > 1 with one is refused."""
     k = choose(condition.dilation, rate_bps, faithful_bps)
     if k > 1:
-        for i, flow in enumerate(condition.flows):
-            if flow.protocol != "udp" and flow.impl == "native":
-                raise DilationError(
-                    f"flows[{i}] ({flow.variant}, impl native): the run needs time dilation x{k} "
-                    f"({rate_bps / 1e9:.3g} Gbps on a host that carries "
-                    f"{(faithful_bps(k) if callable(faithful_bps) else faithful_bps or 0) / 1e9:.3g} "
-                    f"Gbps faithfully), and the host kernel's own "
-                    f"algorithm cannot be slowed: it reads the kernel's clock. Use impl 'port' "
-                    f"(the 3.16 port, whose clocks are dilated) or a rate the host carries")
+        native = native_flow(condition)
+        if native:
+            i, flow = native
+            raise DilationError(
+                f"flows[{i}] ({flow.variant}, impl native): the run needs time dilation x{k} "
+                f"({rate_bps / 1e9:.3g} Gbps on a host that carries "
+                f"{(faithful_bps(k) if callable(faithful_bps) else faithful_bps or 0) / 1e9:.3g} "
+                f"Gbps faithfully), and the host kernel's own "
+                f"algorithm cannot be slowed: it reads the kernel's clock. Use impl 'port' "
+                f"(the 3.16 port, whose clocks are dilated) or a rate the host carries")
     return k
 
 

@@ -149,6 +149,13 @@ def for_condition(condition, cal: dict, log, at_least: int = 1) -> Plan:
         log(f"this host's stalls ({floor['per_virtual_s']:.2g} a virtual second of {floor['stalls_from_ms']:g} ms "
             f"or more under its calibration at x{floor['factor']}, the physical path's "
             f"{fidelity.STALL_ROUND_TRIPS} round trips) ask at least x{floor['factor']} at {condition.rtt_ms} ms")
+    waived = waived_stall_floor(cal, condition, k)
+    if waived:
+        i, flow = dilation_mod.native_flow(condition)
+        log(f"this host's stalls ({waived['per_virtual_s']:.2g} a virtual second of {waived['stalls_from_ms']:g} ms "
+            f"or more under its calibration at x{waived['factor']}) would ask x{waived['factor']} at "
+            f"{condition.rtt_ms} ms, but flows[{i}] ({flow.variant}, impl native) cannot be slowed: "
+            f"x{k}, and the verdict's stall check judges the run")
     for s in skipped:
         log(f"this host fell behind at x{s['factor']} on this physical path under its calibration "
             f"({s['run']}, {s['at']}): x{s['factor'] + 1} instead")
@@ -184,8 +191,12 @@ def for_condition(condition, cal: dict, log, at_least: int = 1) -> Plan:
 def stall_floor_above(cal: dict, condition, rate: float | None, link: str | None = None,
                       at_least: int = 1) -> dict | None:
     """The host's stall floor (calibrate.stall_floor) of an `auto` run with a rate, where it
-    lies above the factor the envelope alone gives (and ``at_least``); else None."""
-    if dilation_mod.parse(condition.dilation) != dilation_mod.AUTO or not rate:
+    lies above the factor the envelope alone gives (and ``at_least``); else None. A run
+    with a native flow has none: it cannot be slowed, and a floor above x1 would refuse
+    what the verdict's own stall check (twice the floor's limit) may well pass -- it runs
+    at its envelope's factor and the verdict judges it (waived_stall_floor says so)."""
+    if (dilation_mod.parse(condition.dilation) != dilation_mod.AUTO or not rate
+            or dilation_mod.native_flow(condition)):
         return None
     floor = calibrate.stall_floor(cal, condition.rtt_ms)
     if not floor or floor["factor"] <= at_least:
@@ -195,6 +206,15 @@ def stall_floor_above(cal: dict, condition, rate: float | None, link: str | None
     except dilation_mod.DilationError:
         return None  # refused as it is; factor_on_host says why
     return floor if floor["factor"] > k else None
+
+
+def waived_stall_floor(cal: dict, condition, k: int) -> dict | None:
+    """The stall floor an `auto` run at factor ``k`` would have taken but for a native flow
+    (stall_floor_above), or None: what its run log says it ran without."""
+    if dilation_mod.parse(condition.dilation) != dilation_mod.AUTO or not dilation_mod.native_flow(condition):
+        return None
+    floor = calibrate.stall_floor(cal, condition.rtt_ms)
+    return floor if floor and floor["factor"] > k else None
 
 
 def factor_on_host(cal: dict, condition, rate: float | None, link: str | None = None,
