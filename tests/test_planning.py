@@ -295,3 +295,21 @@ def test_plan_by_finding_refuses_a_campaign_without_findings_and_paths_alone(cap
     assert "only with --by-finding" in capsys.readouterr().err
     assert main(["plan", "--campaign", "findings", "--by-finding", "--hours", "0"]) != 0
     assert "--hours" in capsys.readouterr().err
+
+
+def test_plan_names_the_default_input_backlog_where_pairs_will_run(design):
+    # the sitting of 2026-12-07: seven attempts of pairs at 6.2 and 12.2 ms spoiled by frames
+    # a full backlog of 1,000 refused; the plan says so before a reviewer spends the hours
+    from tcpeval.backends.cli import _input_backlog_note
+    runs = spec.expand(design, "findings")
+    pairs = sum(len(r.flows) > 1 for r in runs)
+
+    def on(backlog):
+        cal = {"key": {"netdev_max_backlog": backlog}, "points": []}
+        return planning.Ceiling(2e9, 2e9, "test host", calibration=cal)
+    note = _input_backlog_note(on(1000), runs)
+    assert "net.core.netdev_max_backlog is 1000" in note and f"{pairs} run(s) of several flows" in note
+    assert "sysctl -w net.core.netdev_max_backlog=10000" in note and "make calibrate" in note
+    assert _input_backlog_note(on(10000), runs) == ""
+    assert _input_backlog_note(on(1000), [r for r in runs if len(r.flows) == 1]) == ""
+    assert _input_backlog_note(SLOW_HOST, runs) == ""       # no calibration, no key to read

@@ -566,6 +566,33 @@ def test_the_next_round_adds_a_repetition_only_to_the_cells_of_undecided_finding
     assert C.next_round(claims, C.check_all(claims, ds, unrun), runs, is_done, unrun) == []
 
 
+def test_the_next_round_lists_first_the_finding_that_needs_the_fewest_runs():
+    # the round of 2026-12-07 put three Reno/Scalable pairs that spoiled their attempts ahead
+    # of a finding five runs from decided, and thirty-two convergence runs after; under a
+    # deadline the finding nearest to decided goes first, and a cell two findings share counts
+    # for the second only if it is not listed yet
+    runs = _responsiveness_runs(["reno", "cubic", "bic", "htcp"], reps=3)
+
+    def claim(cid, variants, drop):
+        where = {"criterion": "responsiveness", "drop": drop}
+        return ({"id": cid, "section": "V", "paper": "p", "check": {"type": "greater", "metric": "mean_gbps",
+                                                                    "where": where}},
+                C.Verdict(cid, "V", "p", "", C.UNDECIDED, "open",
+                          contested=[{**where, "variant": v} for v in variants]))
+    wide = claim("wide", ["reno", "cubic", "bic"], 1e-3)
+    narrow = claim("narrow", ["htcp"], 1e-4)
+    shared = claim("shared", ["reno", "htcp"], 1e-3)
+    pairs = [wide, narrow, shared]
+    nxt = C.next_round([c for c, _ in pairs], [v for _, v in pairs], runs, lambda run: run.rep == 1)
+    assert [(r.flows[0].variant, r.drop) for r in nxt] == [
+        ("htcp", 1e-4),                                   # narrow: one run
+        ("reno", 1e-3), ("htcp", 1e-3),                   # shared: two
+        ("cubic", 1e-3), ("bic", 1e-3)]                   # wide: its Reno already listed
+    assert {r.rep for r in nxt} == {2}
+    # the same runs as a union of the findings' cells, whatever the order
+    assert len(C.next_round([wide[0], shared[0]], [wide[1], shared[1]], runs, lambda run: run.rep == 1)) == 4
+
+
 def test_the_next_round_repeats_nothing_for_a_finding_held_open_by_cells_that_replay():
     from tcpeval.analysis.tables import Dataset
     # drop 0, no background loss: Scalable 4 % below Reno, +-0.4 each; "within 5 %" is

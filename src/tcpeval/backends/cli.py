@@ -336,6 +336,25 @@ def cmd_cleanup(args) -> int:
     return 0
 
 
+# The kernel's default input backlog, at which a pair's slow start at 6.2 ms or more spoils
+# attempts (docs/fidelity.md, "The input backlog")
+DEFAULT_INPUT_BACKLOG = 1000
+
+
+def _input_backlog_note(ceil, runs: list) -> str:
+    """A line for `tcpeval plan` where the calibrated host keeps the kernel's default input
+    backlog and the campaign has runs of several flows: on 2026-12-07 every one of seven
+    spoiled attempts of a 1.2-h findings sitting (25 min) had frames dropped entering the
+    switch so. The backend never changes a host-wide setting: the reviewer may."""
+    backlog = ((ceil.calibration or {}).get("key") or {}).get("netdev_max_backlog")
+    several = sum(len(run.flows) > 1 for run in runs)
+    if backlog is None or backlog > DEFAULT_INPUT_BACKLOG or not several:
+        return ""
+    return (f"  note: this host's net.core.netdev_max_backlog is {backlog}; {several} run(s) of several flows may "
+            "lose frames entering the switch in a slow start and run again (docs/fidelity.md, 'The input "
+            "backlog'). `sysctl -w net.core.netdev_max_backlog=10000`, then `make calibrate`, avoids that")
+
+
 def cmd_plan(args) -> int:
     """Runs, traffic time and wall time of a campaign on this host, with the time-dilation
     factors its runs would get; the cells a campaign plans but does not run."""
@@ -381,6 +400,8 @@ def cmd_plan(args) -> int:
         else:
             row["factors"][p.factor] += 1
     print(f"campaign {args.campaign} on backend {args.backend}; {ceil.source}")
+    if note := _input_backlog_note(ceil, runs):
+        print(note)
     if ceil.calibration:
         from tcpeval.backends.emulated import fell_behind
         behind = fell_behind.entries(ceil.calibration)
@@ -468,6 +489,8 @@ def _plan_by_finding(args, design: dict, runs: list, ceil) -> int:
                   f"({ceil.source})", file=sys.stderr)
         return 0
     print(f"campaign {args.campaign} on backend {args.backend}; {ceil.source}")
+    if note := _input_backlog_note(ceil, first):
+        print(note)
     print(f"  the first round finding by finding, cheapest first: {len(first)} runs, {len(ran)} already run "
           f"({args.raw_dir}); 'by h' is the wall time on one node when every cell the finding reads has "
           "run once (some need further repetitions to be decided: tcpeval next-runs)")

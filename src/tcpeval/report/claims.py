@@ -854,29 +854,48 @@ def next_round(claims: list[dict], verdicts: list[Verdict], runs: list, done, no
     repetition of the others decides it). A finding without enough data gets the first
     repetition of the cells it lacks, not another of a cell that ran and was flagged (each
     run has tried its attempts already: the 1e-2 cells of the 0.2-ms slice were flagged in
-    every repetition). Empty when every such cell's repetitions are done."""
-    repeat, first = [], []       # selections whose cells a next round repeats, or starts
+    every repetition). Empty when every such cell's repetitions are done.
+    In order of the findings that need the fewest runs not listed before (fewest_first):
+    under a deadline (`make findings FINDINGS_HOURS=H` runs the round in this order) a
+    finding one run from decided does not wait behind one that needs thirty-two."""
+    asks = []   # per open finding: (selections whose cells it repeats, those it starts)
     for c, v in zip(claims, verdicts):
         if v.verdict not in OPEN or any(needed(cell, [c]) for cell in not_run):
             continue
         if v.verdict == NODATA or (v.absent and not v.contested):
             # lacking cells, the ones present decided: a first run of those never started
-            first += selections(c)
+            asks.append(([], selections(c)))
         else:
             # all its cells where none is named, but none where those that hold it open
             # replay one another (drop 0: a second run of one asks the same question again)
-            repeat += v.contested or ([] if v.replaying else selections(c))
-    cells_of = [(run, spec.cell_of(run), done(run)) for run in runs]
-    started = {tuple(sorted(cell.items())) for _, cell, ran in cells_of if ran}
-    nxt: dict[tuple, object] = {}
-    for run, cell, ran in cells_of:
-        key = tuple(sorted(cell.items()))
-        if ran or not (any(matches(cell, where) for where in repeat)
-                             or (key not in started and any(matches(cell, where) for where in first))):
-            continue
-        if key not in nxt or run.rep < nxt[key].rep:
-            nxt[key] = run
-    return list(nxt.values())
+            asks.append((v.contested or ([] if v.replaying else selections(c)), []))
+    cells_of = [(run, tuple(sorted(spec.cell_of(run).items())), done(run)) for run in runs]
+    started = {key for _, key, ran in cells_of if ran}
+    per_finding = []
+    for repeat, first in asks:
+        nxt: dict[tuple, object] = {}
+        for run, key, ran in cells_of:
+            cell = dict(key)
+            if ran or not (any(matches(cell, where) for where in repeat)
+                           or (key not in started and any(matches(cell, where) for where in first))):
+                continue
+            if key not in nxt or run.rep < nxt[key].rep:
+                nxt[key] = run
+        per_finding.append(nxt)
+    return fewest_first(per_finding)
+
+
+def fewest_first(per_finding: list[dict]) -> list:
+    """The runs of every finding's {cell: run}, a finding at a time: next the one that needs
+    the fewest runs not yet listed (ties: the earlier finding), its runs in its own order;
+    a cell two findings read once."""
+    out: dict = {}
+    left = [asked for asked in per_finding if asked]
+    while left:
+        i = min(range(len(left)), key=lambda j: len(left[j].keys() - out.keys()))
+        for key, run in left.pop(i).items():
+            out.setdefault(key, run)
+    return list(out.values())
 
 
 def lead(columns: dict[str, list[Verdict]], built: str, at_scale: list[str]) -> list[Verdict]:
