@@ -433,6 +433,27 @@ def test_an_undecided_check_says_how_many_repetitions_would_decide_it(check, rep
     assert "repetitions" not in C.evaluate(_claim(check), _cells(hw=0.05))[1]   # decided: no note
 
 
+def test_the_repetitions_count_lets_the_t_quantile_shrink_with_them():
+    # fair-12.2-high on 2026-12-07: H-TCP's pairs at 0.964 and 0.991 against 0.96, an
+    # interval from two repetitions drawn at one degree of freedom (t 12.7); keeping that
+    # quantile the count was about 187
+    from statistics import stdev
+
+    from tcpeval.precision import t_critical
+    jains = [0.964, 0.991]
+    s = stdev(jains)
+    hw, gap = t_critical(0.95, 1) * s / 2 ** 0.5, sum(jains) / 2 - 0.96
+    m = C.reps_to_decide(gap, hw, 2, df=1)
+    assert 2 * (hw / gap) ** 2 > 180 and m < 10
+    # the least m whose own interval clears the gap, if the spread holds
+    assert t_critical(0.95, int(m) - 1) * s / m ** 0.5 <= gap < t_critical(0.95, int(m) - 2) * s / (m - 1) ** 0.5
+    # a normal quantile (intervals pooled from the runs' own batches) has nothing to shrink
+    assert C.reps_to_decide(0.2, 0.424, 5) == C.reps_to_decide(0.2, 0.424, 5, df=float("inf")) == 23
+    # one repetition more is the least it can say, and no interval or no gap: no count
+    assert C.reps_to_decide(0.5, 0.1, 3, df=2) == 4
+    assert C.reps_to_decide(0.0, 0.1, 3, df=2) == C.reps_to_decide(0.1, float("inf"), 3) == float("inf")
+
+
 def test_a_tie_is_named_rather_than_given_thousands_of_repetitions():
     # |diff| 0.01 against a half-width of hypot(0.3, 0.3) from 5 runs: 5 (0.4243 / 0.01)^2 = 9,000
     cells = _cells(hw=0.3)
