@@ -888,20 +888,18 @@ def next_round(claims: list[dict], verdicts: list[Verdict], runs: list, done, no
             # all its cells where none is named, but none where those that hold it open
             # replay one another (drop 0: a second run of one asks the same question again)
             asks.append((v.contested or ([] if v.replaying else selections(c)), []))
-    cells_of = [(run, tuple(sorted(spec.cell_of(run).items())), done(run)) for run in runs]
-    started = {key for _, key, ran in cells_of if ran}
-    per_finding = []
-    for repeat, first in asks:
-        nxt: dict[tuple, object] = {}
-        for run, key, ran in cells_of:
-            cell = dict(key)
-            if ran or not (any(matches(cell, where) for where in repeat)
-                           or (key not in started and any(matches(cell, where) for where in first))):
-                continue
-            if key not in nxt or run.rep < nxt[key].rep:
-                nxt[key] = run
-        per_finding.append(nxt)
-    return fewest_first(per_finding)
+    started, lowest = set(), {}   # cells with a run done; each cell's lowest repetition not done
+    for run in runs:
+        cell = spec.cell_of(run)
+        key = tuple(sorted(cell.items()))
+        if done(run):
+            started.add(key)
+        elif key not in lowest or run.rep < lowest[key][1].rep:
+            lowest[key] = (cell, run)
+    return fewest_first([{key: run for key, (cell, run) in lowest.items()
+                          if any(matches(cell, where) for where in repeat)
+                          or (key not in started and any(matches(cell, where) for where in first))}
+                         for repeat, first in asks])
 
 
 def fewest_first(per_finding: list[dict]) -> list:
