@@ -12,7 +12,12 @@ import threading
 import time
 
 import pytest
-from emulated_helpers import nothing_left, pids_where, run_id_of
+from emulated_helpers import (
+    assert_ok_unless_the_host_fell_behind,
+    nothing_left,
+    pids_where,
+    run_id_of,
+)
 
 from tcpeval.backends import get_backend
 from tcpeval.spec import adhoc_condition
@@ -51,7 +56,11 @@ def test_the_link_engine_carries_its_rate_and_queues_at_most_its_buffer(backend,
     assert rec["fidelity"]["tolerances"]["switch_input"] == {"dropped_frames": 0}
     p50, p99, p999 = link["late_us_p50"], link["late_us_p99"], link["late_us_p999"]
     assert p50 <= p99 <= p999 and p50 <= 50, link
-    assert not [r for r in rec["fidelity"]["reasons"] if r.startswith("link:")], rec["fidelity"]["reasons"]
+    # its departures late past the limits are a verdict on the host, marked so (CI, 2026-12-07:
+    # 0.6 % of the frames held 2-7.5 ms beyond 82 hypervisor stalls, in each of five attempts)
+    late = [f for f in rec["fidelity"]["findings"] if f["check"] == "link"]
+    assert all(f.get("fell_behind") for f in late), late
+    assert_ok_unless_the_host_fell_behind(rec)
     # the engine watched for host stalls (this kernel: steal accounting, no IRQ time
     # accounting), and the lateness it excused is part of what it counted
     assert rec["mechanisms"]["delay_detail"]["host_stalls"]["watched"] is True
