@@ -43,7 +43,7 @@ def test_a_stalled_measurement_above_the_setting_is_not_corrected_for():
 
 
 def test_a_base_that_leaves_nothing_to_add_is_measured_again_and_the_least_kept():
-    # CI, 2026-12-07: a 2-ms path's base read 4.69 ms in a stall; with nothing added the
+    # the suite here, 2026-12-07: a 2-ms path's base read 4.69 ms in a stall; with nothing added the
     # run went on a path of 1.5 ms, flagged for good ("base RTT exceeds the setting")
     path = _Path(base_ms=0.2, first_ms=4.69)
     setting = delay.set_rtt(path, path, 2.0, 0.06, log=lambda m: None)

@@ -348,7 +348,7 @@ def set_rtt(delayer, prober: Prober, rtt_ms: float, tol_ms: float, log) -> RttSe
     probe_args = {"count": PROBES, "interval_us": PROBE_GAP_US, "reply_wait_ms": max(1000.0, 2 * rtt_ms)}
     base = prober.measure(**probe_args)
     # a base that leaves nothing to add may have caught a stall of the host (its 41 probes
-    # span 10 ms: CI, 2026-12-07, 4.69 ms on a 2-ms path whose idle RTT then read 1.52 ms),
+    # span 10 ms: the suite here, 2026-12-07, 4.69 ms on a 2-ms path whose idle RTT then read 1.52 ms),
     # and nothing after it would notice: measured again, the least median kept (a stall
     # only lengthens); a path that is longer than the setting stays so
     for _ in range(MAX_CORRECTIONS):
