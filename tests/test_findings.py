@@ -65,24 +65,33 @@ def test_the_findings_campaign_runs_exactly_the_cells_the_claims_read(design):
     assert all(c["needed_s"] > c["max_s"] for c in spec.not_run(design, "findings"))
 
 
-def test_the_low_loss_slice_runs_exactly_the_cells_the_others_leave_out_for_at_most_max_s(design):
-    """findings-low-loss caps, rather than skips, the cells beyond max_s: together the
-    slices leave no cell of the findings unplanned, and run none of them twice."""
+def test_the_capping_slices_run_exactly_the_cells_the_campaign_leaves_out(design):
+    """findings-low-loss (single flows beyond their max_s) and findings-long-rtt-pairs
+    (pairs whose sawtooth cycle exceeds the campaign's horizon) cap, rather than skip, the
+    cells the campaign leaves out: together the slices leave no cell of the findings
+    unplanned, and run none of them twice."""
     unrun = {spec.cell_key(c) for c in spec.not_run(design, "findings")}
+    single = {key for key in unrun if key[0] == "responsiveness"}
+    pairs = unrun - single
     low = spec.expand(design, "findings-low-loss")
     first = [r for r in low if r.rep == 1]
-    assert {spec.cell_key(spec.cell_of(r)) for r in first} == unrun and len(first) == len(unrun) == 14
+    assert {spec.cell_key(spec.cell_of(r)) for r in first} == single and len(first) == len(single) == 14
     assert {r.duration_s for r in low} == {300.0} and {r.stop.max_s for r in low} == {300.0}
+    # the pairs at 12.2 and 24.2 ms: one cycle each, in the pairs' slice
+    assert {key[3] for key in pairs} == {12.2, 24.2} and len(pairs) == 21
+    long_pairs = {spec.cell_key(spec.cell_of(r)): r.duration_s for r in spec.expand(design, "findings-long-rtt-pairs")}
+    assert pairs <= set(long_pairs) and {long_pairs[key] for key in pairs} == {182.0, 715.0}
     extra, nowhere = spec.family_cells(design, "findings")
     assert {spec.cell_key(spec.cell_of(r)) for r in extra} == unrun and nowhere == []
     # the other slices run only cells of the campaign's own, each in one slice
     others = [name for name in spec.slices(design, "findings") if name != "findings-low-loss"]
     own = [spec.cell_key(spec.cell_of(r)) for name in others for r in spec.expand(design, name) if r.rep == 1]
-    assert len(own) == len(set(own)) and set(own) == {spec.cell_key(spec.cell_of(r))
-                                                      for r in spec.expand(design, "findings") if r.rep == 1}
-    # without the slice, the cells are nowhere run again
+    assert len(own) == len(set(own)) and set(own) - pairs == {spec.cell_key(spec.cell_of(r))
+                                                              for r in spec.expand(design, "findings") if r.rep == 1}
+    # without the slices, the cells are nowhere run again
     alone = copy.deepcopy(design)
     del alone["campaigns"]["findings-low-loss"]
+    del alone["campaigns"]["findings-long-rtt-pairs"]
     assert {spec.cell_key(c) for c in spec.family_cells(alone, "findings")[1]} == unrun
 
 

@@ -261,6 +261,43 @@ def test_a_link_bound_point_may_run_to_the_maximum_where_a_stopping_rule_ends_it
         spec.validate_design(design)
 
 
+def test_a_cycle_rule_runs_a_pair_for_its_sawtooth_cycle_within_its_bounds():
+    # a Reno pair's cycle on a 9.85-Gbit/s link (mathis.reno_pair_cycle_s): 46.9 s at
+    # 6.2 ms, 181.6 s at 12.2 ms, 714.4 s at 24.2 ms; whole seconds, whatever the loss
+    rule = {"cycles": 1, "link_bps": 9.85e9, "min_s": 60, "max_s": 900}
+    assert spec.point_duration(rule, {}, 0.2, 0.0) == 60               # 49 ms: the floor
+    assert spec.point_duration(rule, {}, 6.2, 0.0) == 60
+    assert spec.point_duration(rule, {}, 12.2, 0.0) == 182
+    assert spec.point_duration({**rule, "cycles": 2}, {}, 12.2, 0.0) == 364
+    assert spec.point_duration(rule, {}, 24.2, 0.0) == 715
+    assert spec.point_duration({**rule, "max_s": 300}, {}, 24.2, 0.0) == 300   # capped
+    assert spec.beyond_budget({**rule, "max_s": 60, "over_max": "skip"}, 12.2, 0.0)
+    assert not spec.beyond_budget({**rule, "max_s": 60, "over_max": "skip"}, 6.2, 0.0)
+
+
+def test_the_findings_pairs_beyond_their_cycle_are_planned_and_their_slice_runs_them_for_it(design):
+    # the campaign runs its pairs at 0.2 and 6.2 ms for 60 s; those at 12.2 and 24.2 ms
+    # would hold a third of the cycle or less: planned, not run, and named with their need
+    pairs = [r for r in spec.expand(design, "findings") if r.criterion in ("fairness", "compatibility")]
+    assert {(r.rtt_ms, r.duration_s) for r in pairs} == {(0.2, 60), (6.2, 60)}
+    planned = [c for c in spec.not_run(design, "findings") if c["criterion"] in ("fairness", "compatibility")]
+    assert {(c["rtt_ms"], c["needed_s"], c["max_s"]) for c in planned} == {(12.2, 182, 60), (24.2, 715, 60)}
+    # findings-long-rtt-pairs runs them, each for its cycle (the original's 15 min at most)
+    long_pairs = spec.expand(design, "findings-long-rtt-pairs")
+    assert {(r.rtt_ms, r.duration_s) for r in long_pairs} == {(6.2, 60), (12.2, 182), (24.2, 715)}
+    in_slices, nowhere = spec.family_cells(design, "findings")
+    assert {spec.cell_key(c) for c in planned} <= {spec.cell_key(spec.cell_of(r)) for r in in_slices}
+    assert not [c for c in nowhere if c["criterion"] in ("fairness", "compatibility")]
+
+
+def test_two_length_rules_in_one_place_are_refused_by_name(design):
+    design["campaigns"]["findings"]["criteria"]["fairness"]["duration_for_loss_events"] = {
+        "events": 500, "link_bps": 9.85e9, "min_s": 30}
+    with pytest.raises(spec.SpecError, match=r"campaigns/findings/criteria/fairness: duration_for_loss_events "
+                                             r"and duration_for_cycles are two length rules"):
+        spec.validate_design(design)
+
+
 # --------------------------------------------------------------------- time dilation
 def test_the_paper_campaign_asks_for_the_papers_rate_and_lets_dilation_choose(design):
     runs = spec.expand(design, "paper")

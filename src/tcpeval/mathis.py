@@ -48,3 +48,19 @@ def duration_for_loss_events(events: int, rtt_ms: float, p: float, link_bps: flo
     if per_s <= 0:
         raise ValueError(f"no loss events at p = {p}: a duration for {events} events is undefined")
     return float(max(min_s, math.ceil(events / per_s)))
+
+
+def reno_pair_cycle_s(rtt_ms: float, link_bps: float, *, mss_bytes: int = MSS_BYTES) -> float:
+    """A sawtooth cycle of two Reno flows on a one-BDP buffer (docs/precision.md, "Two-flow
+    horizons"): they halve together at each overflow and regrow BDP / 2 segments each at
+    half a segment an RTT (3.16 Reno counts ACKs; delayed ACKs), at 1.5 times the base RTT
+    on average: BDP RTTs of 1.5 x the base one. Reno grows slowest of the six, so a
+    two-flow run that holds this cycle holds every pair's (link_bps counts frames)."""
+    bdp_segments = payload_ceiling_bps(link_bps) * rtt_ms / 1e3 / 8 / mss_bytes
+    return bdp_segments * 1.5 * rtt_ms / 1e3
+
+
+def duration_for_cycles(cycles: float, rtt_ms: float, link_bps: float, *, min_s: float = 0.0) -> float:
+    """Seconds for `cycles` of a Reno pair's sawtooth (reno_pair_cycle_s), at least min_s,
+    whole seconds."""
+    return float(max(min_s, math.ceil(cycles * reno_pair_cycle_s(rtt_ms, link_bps))))

@@ -236,6 +236,9 @@ def _cross_field_problems(design: dict) -> list[str]:
     layers += [(f"campaigns/{n}/criteria/{cn}", o) for n, c in design["campaigns"].items()
                for cn, o in c.get("criteria", {}).items()]
     for where, layer in layers:
+        if all(layer.get(key) for key in LENGTH_RULES):
+            problems.append(f"{where}: duration_for_loss_events and duration_for_cycles are two length rules; "
+                            "give one")
         rule = layer.get("duration_for_loss_events")
         crit = criteria.get(where.rsplit("/", 1)[-1]) if where != "defaults" else None
         if rule and crit and 0 in crit["grid"]["drop"] and not rule.get("min_s"):
@@ -478,11 +481,21 @@ def _load_claims(path: str) -> list[dict]:
     return findings.load_claims(path)
 
 
-def loss_event_rule(design: dict, campaign: str, criterion: str) -> dict | None:
+# A criterion's run-length rules: so many expected loss events (single flows), or so many
+# cycles of a Reno pair's sawtooth (two-flow criteria, whose index, share or sum is
+# averaged over the run's horizon: a run shorter than one cycle reads a phase of it).
+LENGTH_RULES = ("duration_for_loss_events", "duration_for_cycles")
+
+
+def length_rule(design: dict, campaign: str, criterion: str) -> dict | None:
     """The run-length rule of a criterion in a campaign (the campaign's override, else the
-    criterion's own), or None: the settings' duration_s."""
+    criterion's own; LENGTH_RULES), or None: the settings' duration_s."""
     override = _campaign(design, campaign).get("criteria", {}).get(criterion, {})
-    return override.get("duration_for_loss_events") or design["criteria"][criterion].get("duration_for_loss_events")
+    for layer in (override, design["criteria"][criterion]):
+        for key in LENGTH_RULES:
+            if layer.get(key):
+                return layer[key]
+    return None
 
 
 def point_duration(rule: dict | None, settings: dict, rtt_ms: float, drop: float) -> float:
@@ -499,10 +512,12 @@ def point_duration(rule: dict | None, settings: dict, rtt_ms: float, drop: float
 
 
 def needed_duration(rule: dict | None, rtt_ms: float, drop: float) -> float | None:
-    """What a point's loss-event rule asks for before its max_s caps it: None without a
-    rule, and where no loss, or too little to matter, occurs -- the link, not loss, sets
-    the rate there, and the run lasts the rule's min_s (the run-length model: 0.2 ms up to
-    1e-6 reaches +-2 % within 30 s)."""
+    """What a point's length rule asks for before its max_s caps it: None without a rule,
+    and where a loss-event rule finds no loss, or too little to matter -- the link, not
+    loss, sets the rate there, and the run lasts the rule's min_s (the run-length model:
+    0.2 ms up to 1e-6 reaches +-2 % within 30 s); a cycle rule's cycles at the point's RTT."""
+    if rule and "cycles" in rule:  # duration_for_cycles: the pair's sawtooth, whatever the loss
+        return mathis.duration_for_cycles(rule["cycles"], rtt_ms, rule["link_bps"], min_s=rule.get("min_s", 0.0))
     if not rule or drop == 0 or mathis.throughput_bps(rtt_ms, drop) >= rule["link_bps"]:
         return None
     return mathis.duration_for_loss_events(rule["events"], rtt_ms, drop, rule["link_bps"],
@@ -518,13 +533,13 @@ def beyond_budget(rule: dict | None, rtt_ms: float, drop: float) -> bool:
 
 
 def not_run(design: dict, campaign: str) -> list[dict]:
-    """The cells a campaign plans but does not run: its loss-event rule needs more than
-    its max_s there (over_max: skip). Each: criterion, variant, second, rtt_ms, drop,
+    """The cells a campaign plans but does not run: its length rule needs more than its
+    max_s there (over_max: skip). Each: criterion, variant, second, rtt_ms, drop,
     needed_s, max_s."""
     out = []
     camp, claims = _campaign(design, campaign), claims_of(design, campaign)
     for name in criteria_of(design, campaign):
-        crit, rule = design["criteria"][name], loss_event_rule(design, campaign, name)
+        crit, rule = design["criteria"][name], length_rule(design, campaign, name)
         settings = criterion_settings(design, campaign, name)
         select = camp.get("criteria", {}).get(name, {}).get("select", {})
         for point in _grid_points(crit, select):
@@ -653,7 +668,7 @@ def expand(design: dict, campaign: str, backend: str = "emulated",
         crit = design["criteria"][name]
         settings = criterion_settings(design, campaign, name)
         select = camp.get("criteria", {}).get(name, {}).get("select", {})
-        rule = loss_event_rule(design, campaign, name)
+        rule = length_rule(design, campaign, name)
         claims = claims_of(design, campaign)
         factor_keys = varying_factors(crit)
         stop = StopRule.from_design(settings["stop"], f"campaigns/{campaign}/criteria/{name}/stop") \

@@ -393,3 +393,25 @@ def test_a_dilated_runs_rule_series_is_read_in_the_virtual_paths_units(design):
     assert row["mean_bps"] == pytest.approx(8 * decision.mean.estimate) == pytest.approx(9.6e9, rel=0.01)
     assert row["mean_hw_bps"] / row["mean_bps"] == pytest.approx(decision.mean.relative_half_width)
     assert row["metrics_from_s"] == pytest.approx(decision.warmup_cut_s / 8)
+
+
+def test_a_trace_of_another_length_than_the_designs_is_left_out_and_named(smoke_raw, design, tmp_path):
+    # a pair's horizon is not in its path: a cycle rule now sets smoke's fairness and
+    # compatibility pairs at 8 s, their traces ran 3 (docs/precision.md, "one cycle at
+    # least")
+    assert main(["metrics", "build", "--raw-dir", str(smoke_raw), "--results-dir", str(tmp_path / "res"),
+                 "--campaign", "smoke"]) == 0
+    results = tmp_path / "res" / "emulated" / "smoke"
+    design = copy.deepcopy(design)
+    before = tables.expected_runs(design, "smoke", "emulated")
+    pairs = before[before["criterion"].isin(["fairness", "compatibility"])]
+    assert len(pairs)
+    min_s = 8.0
+    for criterion in set(pairs["criterion"]):
+        design["campaigns"]["smoke"]["criteria"][criterion]["duration_for_cycles"] = {
+            "cycles": 1, "link_bps": 9.85e9, "min_s": min_s, "max_s": min_s}
+    ds = tables.load(results, design, "smoke", "emulated", include_flagged=True)
+    stale = {r["run"]: r["reason"] for r in ds.stale}
+    assert set(stale) == set(pairs["run"])
+    assert set(stale.values()) == {f"a pair's horizon of 3 virtual s in its trace, {min_s:g} s in the design"}
+    assert not set(ds.runs["run"]) & set(pairs["run"])

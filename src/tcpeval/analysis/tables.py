@@ -35,13 +35,19 @@ def expected_runs(design: dict, campaign: str, backend: str, also: Iterable[Cond
     """The campaign's matrix: one row per run the design asks for, and per run in ``also``
     (a findings campaign's slices' runs in cells it leaves out itself: spec.family_cells)."""
     rows = []
+    horizon = {}   # (campaign, criterion) -> whether a cycle rule sets its runs' horizon
     for c in [*spec.expand(design, campaign, backend), *also]:
+        key = (c.campaign, c.criterion)
+        if key not in horizon:
+            rule = spec.length_rule(design, c.campaign, c.criterion) if c.campaign in design["campaigns"] else None
+            horizon[key] = bool(rule and "cycles" in rule)
         rows.append({"run": paths.run_dir(c, raw_dir="."), "criterion": c.criterion,
                      "variant": c.flows[0].variant,
                      "second": c.flows[1].variant if len(c.flows) > 1 else None,
-                     "rtt_ms": c.rtt_ms, "drop": c.drop, "rep": c.rep, "background_loss": c.background_loss})
+                     "rtt_ms": c.rtt_ms, "drop": c.drop, "rep": c.rep, "background_loss": c.background_loss,
+                     "horizon_s": c.duration_s if horizon[key] else np.nan})
     return pd.DataFrame(rows, columns=["run", "criterion", "variant", "second", "rtt_ms", "drop", "rep",
-                                       "background_loss"])
+                                       "background_loss", "horizon_s"])
 
 
 @dataclass
@@ -150,15 +156,26 @@ def background_loss_of(runs: pd.DataFrame) -> pd.Series:
 def stale_runs(runs: pd.DataFrame, expected: pd.DataFrame) -> list[dict]:
     """The runs whose trace holds another condition than the design now gives their path:
     a path names a condition only up to the settings it does not spell out (the
-    background loss), and editing the design keeps the traces (runs.smk), so a cell could
-    otherwise pool runs of two conditions. Each as {run, reason} (background_loss_of)."""
+    background loss; a pair's horizon where a cycle rule sets it, which defines its index
+    or share, where another length of a single flow only changes the precision its
+    intervals carry: docs/precision.md), and editing the design keeps the traces
+    (runs.smk), so a cell could otherwise pool runs of two conditions. Each as {run,
+    reason} (background_loss_of)."""
     if runs.empty or "background_loss" not in expected:
         return []
+    design = expected.drop_duplicates("run").set_index("run")
     have = background_loss_of(runs)
-    want = runs["run"].map(expected.drop_duplicates("run").set_index("run")["background_loss"]).astype(float)
+    want = runs["run"].map(design["background_loss"]).astype(float)
     differ = ~np.isclose(have, want, rtol=1e-9, atol=0.0)
-    return [{"run": run, "reason": f"background_loss {h:g} in its trace, {w:g} in the design"}
-            for run, h, w in zip(runs["run"][differ], have[differ], want[differ])]
+    out = [{"run": run, "reason": f"background_loss {h:g} in its trace, {w:g} in the design"}
+           for run, h, w in zip(runs["run"][differ], have[differ], want[differ])]
+    if "duration_s" in runs and "horizon_s" in design:
+        have_s = runs["duration_s"].astype(float)
+        want_s = runs["run"].map(design["horizon_s"]).astype(float)
+        other = ~np.isclose(have_s, want_s, rtol=1e-9, atol=0.0) & want_s.notna() & have_s.notna() & ~differ
+        out += [{"run": run, "reason": f"a pair's horizon of {h:g} virtual s in its trace, {w:g} s in the design"}
+                for run, h, w in zip(runs["run"][other], have_s[other], want_s[other])]
+    return out
 
 
 def load(results: str | Path, design: dict, campaign: str, backend: str, *,

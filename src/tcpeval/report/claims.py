@@ -54,7 +54,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from tcpeval import response, spec
+from tcpeval import mathis, response, spec
 from tcpeval.analysis import tables as T
 from tcpeval.condition import HEADER_BYTES, MSS_BYTES, payload_ceiling_bps
 from tcpeval.findings import ClaimError, load_claims, matches, needed, selections  # noqa: F401 (the report's API)
@@ -765,15 +765,6 @@ PAPER_RUN_S = 900          # the original's runs: 15 min (its Sec. III-B)
 HORIZON_MIN_CYCLES = 10
 
 
-def reno_pair_cycle_s(rtt_ms: float, link_bps: float) -> float:
-    """A sawtooth cycle of two Reno flows on a one-BDP buffer (docs/precision.md, "Two-flow
-    horizons"): they halve together at each overflow and regrow BDP / 2 segments each at
-    half a segment an RTT (3.16 Reno counts ACKs; delayed ACKs), at 1.5 times the base RTT
-    on average: BDP RTTs of 1.5 x the base one. Reno grows slowest of the six."""
-    bdp_segments = payload_ceiling_bps(link_bps) * rtt_ms / 1e3 / 8 / MSS_BYTES
-    return bdp_segments * 1.5 * rtt_ms / 1e3
-
-
 def horizon_note(claim: dict, df: pd.DataFrame) -> str:
     """Where a two-flow finding reads runs shorter than HORIZON_MIN_CYCLES of a Reno pair's
     sawtooth at its longest RTT read: what its runs' horizon holds of that cycle, and what
@@ -784,7 +775,7 @@ def horizon_note(claim: dict, df: pd.DataFrame) -> str:
     read = read[(read["second"].fillna("") != "") & (read["n"] > 0)]
     if not len(read):
         return ""
-    cycles = [(float(r["virtual_s"]) / float(r["n"]), reno_pair_cycle_s(float(r["rtt_ms"]), float(r["link_gbps"]) * 1e9),
+    cycles = [(float(r["virtual_s"]) / float(r["n"]), mathis.reno_pair_cycle_s(float(r["rtt_ms"]), float(r["link_gbps"]) * 1e9),
                float(r["rtt_ms"])) for _, r in read.iterrows() if np.isfinite(r["virtual_s"]) and r["link_gbps"] > 0]
     if not cycles:
         return ""
