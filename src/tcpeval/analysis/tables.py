@@ -39,7 +39,7 @@ def expected_runs(design: dict, campaign: str, backend: str, also: Iterable[Cond
     for c in [*spec.expand(design, campaign, backend), *also]:
         key = (c.campaign, c.criterion)
         if key not in horizon:
-            rule = spec.length_rule(design, c.campaign, c.criterion) if c.campaign in design["campaigns"] else None
+            rule = spec.length_rule(design, c.campaign, c.criterion)
             horizon[key] = bool(rule and "cycles" in rule)
         rows.append({"run": paths.run_dir(c, raw_dir="."), "criterion": c.criterion,
                      "variant": c.flows[0].variant,
