@@ -288,6 +288,17 @@ def test_plan_by_finding_orders_a_slices_findings_and_cuts_them_at_a_budget(caps
     assert "findings' runs fit in" in cut.err
 
 
+def test_plan_by_finding_says_which_findings_cells_not_run_leave_open_and_which_can_still_fail(capsys, tmp_path):
+    # the findings campaign plans, not runs, its pairs at 12.2 and 24.2 ms: "every pairing
+    # above 50 %" can still fail on its 6.2-ms pairs, a comparison of two means cannot
+    assert main(["plan", "--campaign", "findings", "--faithful-rate", "10G", "--by-finding",
+                 "--raw-dir", str(tmp_path)]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("  compat-")}
+    assert "at this budget it can only be found not to hold" in rows["compat-high-speed-takes-more"]
+    assert "reads cells planned, not run: undecided at this budget" in rows["compat-worse-than-fair"]
+    assert "planned, not run" not in rows["compat-cubic-fairer-than-bic"]
+
+
 def test_plan_by_finding_refuses_a_campaign_without_findings_and_paths_alone(capsys):
     assert main(["plan", "--campaign", "smoke", "--by-finding"]) != 0
     assert "has no findings" in capsys.readouterr().err

@@ -93,6 +93,19 @@ def needed(cell: Mapping, claims: list[dict]) -> list[str]:
     return [c["id"] for c in claims if any(matches(cell, sel) for sel in selections(c))]
 
 
+# Checks whose verdict a cell without data can overturn either way: each side is a mean
+# over its cells. Every other check quantifies over its cells (every cell, every group, the
+# highest of all), so a cell without data -- failed, flagged, or planned and not run -- can
+# only overturn a verdict that it holds: one that does not hold on the cells present stands.
+EITHER_WAY = ("greater", "close")
+
+
+def only_failure_decidable(claim: dict) -> bool:
+    """Whether, with some of its cells left without data, the claim can still be decided
+    -- as not holding (EITHER_WAY)."""
+    return claim["check"]["type"] not in EITHER_WAY
+
+
 # A within check (every mean within `tolerance` of the top one) puts two cells' intervals
 # on the gap it measures, the widest apart: with runs known to a tenth of the tolerance it
 # is decided for any gap up to 80 % of it. On runs stopped at +-5 % a 2.1 % gap at drop 0

@@ -587,6 +587,36 @@ def test_the_next_round_adds_a_repetition_only_to_the_cells_of_undecided_finding
     assert C.next_round(claims, C.check_all(claims, ds, unrun), runs, is_done, unrun) == []
 
 
+def test_a_finding_that_fails_on_the_cells_run_stands_though_others_are_not_run():
+    # "every cell at least 4.1 Gbit/s" reads a cell the campaign plans but does not run (the
+    # findings' pairs at 12.2 and 24.2 ms): no such cell can make it hold, so a clear
+    # failure on the cells run is a verdict, and an open one asks only for the cells that
+    # could show the failure; "greater" (a mean over its cells) stays undecided either way
+    from tcpeval.analysis.tables import Dataset
+    unrun = [{"criterion": "responsiveness", "variant": "reno", "second": "", "rtt_ms": 24.2, "drop": 1e-4,
+              "needed_s": 7044.0, "max_s": 300.0}]
+    every = _claim({"type": "at_least", "metric": "mean_gbps", "threshold": 4.1, "where": {"drop": 1e-4}})
+
+    def dataset(reno_gbps):
+        return Dataset(runs=_runs({"reno": [reno_gbps], "bic": [8.0]}).assign(mean_hw_bps=0.2e9),
+                       flows=pd.DataFrame(), expected=pd.DataFrame(), include_flagged=False)
+    (clear,) = C.check_all([every], dataset(3.0), unrun)
+    assert clear.verdict == C.FAILS, clear.ours
+    assert clear.ours.endswith("1 cell(s) not run at this budget (up to 117\\,min each needed, "
+                               "5\\,min allowed), which cannot make it hold"), clear.ours
+    (open_,) = C.check_all([every], dataset(4.0), unrun)   # Reno 4.0 +- 0.2 against 4.1
+    assert open_.verdict == C.UNDECIDED and open_.ours.startswith("1 cell(s) not run at this budget")
+    assert [(c["variant"], c["drop"]) for c in open_.contested] == [("reno", 1e-4)]
+    runs = _responsiveness_runs(["reno", "bic"], drops=(1e-4,))
+    nxt = C.next_round([every], [open_], runs, lambda run: run.rep == 1, unrun)
+    assert [(r.flows[0].variant, r.rep) for r in nxt] == [("reno", 2)]   # not BIC's, clear of 4.1
+    greater = _claim({"type": "greater", "metric": "mean_gbps", "where": {"drop": 1e-4},
+                      "a": {"variant": "reno"}, "b": {"variant": "bic"}})
+    (either,) = C.check_all([greater], dataset(3.0), unrun)
+    assert either.verdict == C.UNDECIDED and not either.contested
+    assert C.next_round([greater], [either], runs, lambda run: run.rep == 1, unrun) == []
+
+
 def test_the_next_round_lists_first_the_finding_that_needs_the_fewest_runs():
     # the round of 2026-12-07 put three Reno/Scalable pairs that spoiled their attempts ahead
     # of a finding five runs from decided, and thirty-two convergence runs after; under a

@@ -475,6 +475,7 @@ def _plan_by_finding(args, design: dict, runs: list, ceil) -> int:
                         f"({plans[id(refused[0])].refused}); --by-finding plans runs this host can run")
     not_run = spec.not_run(design, args.campaign)
     blocked = frozenset(c["id"] for c in claims if any(findings.needed(cell, [c]) for cell in not_run))
+    by_id = {c["id"]: c for c in claims}
     ran = {id(run) for run in first if Path(paths.trace_path(run, args.raw_dir)).exists()}
     steps = planning.by_finding(claims, first, lambda run: plans[id(run)].wall_s, spec.cell_of,
                                 lambda run: id(run) in ran, blocked)
@@ -496,7 +497,9 @@ def _plan_by_finding(args, design: dict, runs: list, ceil) -> int:
           "run once (some need further repetitions to be decided: tcpeval next-runs)")
     print(f"  {'finding':34s} {'cells':>5s} {'new runs':>8s} {'wall h':>7s} {'by h':>6s}")
     for step in steps:
-        mark = "  reads cells planned, not run: undecided at this budget" if step.blocked else ""
+        mark = (("  reads cells planned, not run: at this budget it can only be found not to hold"
+                 if findings.only_failure_decidable(by_id[step.claim]) else
+                 "  reads cells planned, not run: undecided at this budget") if step.blocked else "")
         over = "  (beyond --hours)" if step.by_s > budget_s else ""
         print(f"  {step.claim:34s} {step.cells:5d} {len(step.runs):8d} {step.wall_s / 3600:7.2f} "
               f"{step.by_s / 3600:6.2f}{mark}{over}")

@@ -57,7 +57,14 @@ import pandas as pd
 from tcpeval import mathis, response, spec
 from tcpeval.analysis import tables as T
 from tcpeval.condition import HEADER_BYTES, MSS_BYTES, payload_ceiling_bps
-from tcpeval.findings import ClaimError, load_claims, matches, needed, selections  # noqa: F401 (the report's API)
+from tcpeval.findings import (  # noqa: F401 (the report's API)
+    ClaimError,
+    load_claims,
+    matches,
+    needed,
+    only_failure_decidable,
+    selections,
+)
 from tcpeval.precision import t_critical
 from tcpeval.report.latex import escape
 
@@ -793,8 +800,9 @@ def _duration(seconds: float) -> str:
 def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> list[Verdict]:
     """Each claim's verdict on the dataset's cells. A claim that reads a cell the campaign
     planned but did not run (``not_run``: tcpeval.spec.not_run) is undecided at this
-    budget, whatever the cells it has say, and names what the missing ones need. A claim
-    about single-flow mean throughput also gets the model's verdict on the same cells."""
+    budget, and names what the missing ones need -- unless it does not hold on the cells it
+    has and no further cell could make it hold (only_failure_decidable). A claim about
+    single-flow mean throughput also gets the model's verdict on the same cells."""
     df = cells(ds)
     model_df = model_cells(df, claims) if len(df) else None
     absent = absent_cells(ds)
@@ -802,17 +810,22 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
     for c in claims:
         verdict, ours = evaluate(c, df) if len(df) else (NODATA, "no runs")
         missing = [cell for cell in not_run if needed(cell, [c])]
+        stands = verdict == FAILS and only_failure_decidable(c)
         if missing:
             need = max(cell["needed_s"] for cell in missing) / 60
-            ours = (f"{len(missing)} cell(s) not run at this budget (up to {need:.0f}\\,min each needed, "
-                    f"{missing[0]['max_s'] / 60:.0f}\\,min allowed)" + (f"; {ours}" if verdict != NODATA else ""))
-            verdict = UNDECIDED
+            unrun = (f"{len(missing)} cell(s) not run at this budget (up to {need:.0f}\\,min each needed, "
+                     f"{missing[0]['max_s'] / 60:.0f}\\,min allowed)")
+            ours = (f"{ours}; {unrun}, which cannot make it hold" if stands else
+                    unrun + (f"; {ours}" if verdict != NODATA else ""))
+            verdict = verdict if stands else UNDECIDED
         model, model_text, limited = "", "", False
         if model_df is not None and c["check"].get("metric") in MODELED_METRICS:
             model, model_text = evaluate(c, model_df, reps_note=False)
             read = _read(model_df, selections(c))
             limited = bool(len(read)) and bool(read["link_limited"].all())
-        open_cells, replaying = held_open(c, df) if verdict == UNDECIDED and not missing and len(df) else ([], [])
+        # a claim missing a cell is open to a failure alone: the cells that could show one
+        decidable = not missing or only_failure_decidable(c)
+        open_cells, replaying = held_open(c, df) if verdict == UNDECIDED and decidable and len(df) else ([], [])
         lacking = [cell for cell in absent if needed(cell, [c])]
         if lacking and verdict != NODATA:
             verdict, ours = _without(c, verdict, ours, lacking)
@@ -824,16 +837,10 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
     return out
 
 
-# Checks whose verdict a cell without data can overturn either way: each side is a mean
-# over its cells. Every other check quantifies over its cells (every cell, every group, the
-# highest of all), so a cell without data can only overturn a verdict that it holds.
-EITHER_WAY = ("greater", "close")
-
-
 def _without(claim: dict, verdict: str, ours: str, lacking: list[dict]) -> tuple[str, str]:
     """A decided verdict on some of a claim's cells, the others without a usable run: it
     stands if they cannot change it, else it is undecided and says which are lacking."""
-    if verdict == FAILS and claim["check"]["type"] not in EITHER_WAY:
+    if verdict == FAILS and only_failure_decidable(claim):
         return verdict, ours
     names = ", ".join(_label_cell(cell) for cell in lacking[:3]) + (", ..." if len(lacking) > 3 else "")
     return UNDECIDED, (f"{ours}; {len(lacking)} cell(s) it reads have no usable run "
@@ -860,9 +867,11 @@ def next_round(claims: list[dict], verdicts: list[Verdict], runs: list, done, no
     without enough data -- the lowest repetition of the campaign's runs (``runs``,
     Conditions) not yet done (``done(run)``: its trace exists). A cell that only decided
     findings read gets none, nor does a cell whose interval already decides its part, nor
-    a finding that reads a cell the campaign plans but does not run (``not_run``: no
-    repetition of the others decides it). A finding without enough data gets the first
-    repetition of the cells it lacks, not another of a cell that ran and was flagged (each
+    a finding that reads a cell the campaign plans but does not run (``not_run``), unless
+    it can still be found not to hold (only_failure_decidable): then its contested cells
+    get theirs, the cells that could show the failure, and its cells not yet started their
+    first. A finding without enough data gets the first repetition of
+    the cells it lacks, not another of a cell that ran and was flagged (each
     run has tried its attempts already: the 1e-2 cells of the 0.2-ms slice were flagged in
     every repetition). Empty when every such cell's repetitions are done.
     In order of the findings that need the fewest runs not listed before (fewest_first):
@@ -870,11 +879,15 @@ def next_round(claims: list[dict], verdicts: list[Verdict], runs: list, done, no
     finding one run from decided does not wait behind one that needs thirty-two."""
     asks = []   # per open finding: (selections whose cells it repeats, those it starts)
     for c, v in zip(claims, verdicts):
-        if v.verdict not in OPEN or any(needed(cell, [c]) for cell in not_run):
+        blocked = any(needed(cell, [c]) for cell in not_run)
+        if v.verdict not in OPEN or (blocked and not only_failure_decidable(c)):
             continue
         if v.verdict == NODATA or (v.absent and not v.contested):
             # lacking cells, the ones present decided: a first run of those never started
             asks.append(([], selections(c)))
+        elif blocked:
+            # open to a failure alone: the cells that could still show one, none else
+            asks.append((v.contested, []))
         else:
             # all its cells where none is named, but none where those that hold it open
             # replay one another (drop 0: a second run of one asks the same question again)
