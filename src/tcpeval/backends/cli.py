@@ -474,8 +474,9 @@ def _plan_by_finding(args, design: dict, runs: list, ceil) -> int:
         raise UserError(f"run {paths.run_dir(refused[0], args.raw_dir)}: refused on this host "
                         f"({plans[id(refused[0])].refused}); --by-finding plans runs this host can run")
     not_run = spec.not_run(design, args.campaign)
-    blocked = frozenset(c["id"] for c in claims if any(findings.needed(cell, [c]) for cell in not_run))
-    by_id = {c["id"]: c for c in claims}
+    blocked_claims = [c for c in claims if any(findings.needed(cell, [c]) for cell in not_run)]
+    blocked = frozenset(c["id"] for c in blocked_claims)
+    one_way = frozenset(c["id"] for c in blocked_claims if findings.only_failure_decidable(c))
     ran = {id(run) for run in first if Path(paths.trace_path(run, args.raw_dir)).exists()}
     steps = planning.by_finding(claims, first, lambda run: plans[id(run)].wall_s, spec.cell_of,
                                 lambda run: id(run) in ran, blocked)
@@ -497,9 +498,11 @@ def _plan_by_finding(args, design: dict, runs: list, ceil) -> int:
           "run once (some need further repetitions to be decided: tcpeval next-runs)")
     print(f"  {'finding':34s} {'cells':>5s} {'new runs':>8s} {'wall h':>7s} {'by h':>6s}")
     for step in steps:
-        mark = (("  reads cells planned, not run: at this budget it can only be found not to hold"
-                 if findings.only_failure_decidable(by_id[step.claim]) else
-                 "  reads cells planned, not run: undecided at this budget") if step.blocked else "")
+        mark = ""
+        if step.claim in one_way:
+            mark = "  reads cells planned, not run: at this budget it can only be found not to hold"
+        elif step.blocked:
+            mark = "  reads cells planned, not run: undecided at this budget"
         over = "  (beyond --hours)" if step.by_s > budget_s else ""
         print(f"  {step.claim:34s} {step.cells:5d} {len(step.runs):8d} {step.wall_s / 3600:7.2f} "
               f"{step.by_s / 3600:6.2f}{mark}{over}")

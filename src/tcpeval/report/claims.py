@@ -810,14 +810,14 @@ def check_all(claims: list[dict], ds: T.Dataset, not_run: list[dict] = ()) -> li
     for c in claims:
         verdict, ours = evaluate(c, df) if len(df) else (NODATA, "no runs")
         missing = [cell for cell in not_run if needed(cell, [c])]
-        stands = verdict == FAILS and only_failure_decidable(c)
         if missing:
             need = max(cell["needed_s"] for cell in missing) / 60
             unrun = (f"{len(missing)} cell(s) not run at this budget (up to {need:.0f}\\,min each needed, "
                      f"{missing[0]['max_s'] / 60:.0f}\\,min allowed)")
-            ours = (f"{ours}; {unrun}, which cannot make it hold" if stands else
-                    unrun + (f"; {ours}" if verdict != NODATA else ""))
-            verdict = verdict if stands else UNDECIDED
+            if verdict == FAILS and only_failure_decidable(c):
+                ours = f"{ours}; {unrun}, which cannot make it hold"
+            else:
+                verdict, ours = UNDECIDED, unrun + (f"; {ours}" if verdict != NODATA else "")
         model, model_text, limited = "", "", False
         if model_df is not None and c["check"].get("metric") in MODELED_METRICS:
             model, model_text = evaluate(c, model_df, reps_note=False)
@@ -870,10 +870,10 @@ def next_round(claims: list[dict], verdicts: list[Verdict], runs: list, done, no
     a finding that reads a cell the campaign plans but does not run (``not_run``), unless
     it can still be found not to hold (only_failure_decidable): then its contested cells
     get theirs, the cells that could show the failure, and its cells not yet started their
-    first. A finding without enough data gets the first repetition of
-    the cells it lacks, not another of a cell that ran and was flagged (each
-    run has tried its attempts already: the 1e-2 cells of the 0.2-ms slice were flagged in
-    every repetition). Empty when every such cell's repetitions are done.
+    first. A finding without enough data gets the first repetition of the cells it lacks,
+    not another of a cell that ran and was flagged (each run has tried its attempts
+    already: the 1e-2 cells of the 0.2-ms slice were flagged in every repetition). Empty
+    when every such cell's repetitions are done.
     In order of the findings that need the fewest runs not listed before (fewest_first):
     under a deadline (`make findings FINDINGS_HOURS=H` runs the round in this order) a
     finding one run from decided does not wait behind one that needs thirty-two."""
